@@ -1,0 +1,90 @@
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from workbench.datasets.parsing import (
+    FileError,
+    RawRecord,
+    RowError,
+    check_size,
+    format_for_filename,
+    read_records,
+)
+
+
+def _write(tmp_path, name, data: bytes):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def test_jsonl_malformed_line_reports_line_and_column(tmp_path):
+    path = _write(tmp_path, "d.jsonl", b'{"prompt": "a", "answer": "1"}\n\n{"prompt": "b" "answer": 2}\n')
+    items = list(read_records(path, "jsonl"))
+    assert isinstance(items[0], RawRecord)
+    assert str(items[1]) == "line 3: invalid JSON: Expecting ',' delimiter at column 16"
+
+
+def test_jsonl_non_object_line_is_a_row_error(tmp_path):
+    path = _write(tmp_path, "d.jsonl", b"[1, 2]\n")
+    assert str(next(read_records(path, "jsonl"))) == "line 1: expected a JSON object, got list"
+
+
+def test_jsonl_not_utf8_is_a_file_error(tmp_path):
+    text = '{"prompt": "ok", "answer": "1"}\n{"prompt": "café"}\n'
+    path = _write(tmp_path, "d.jsonl", text.encode("latin-1"))
+    with pytest.raises(FileError, match=r"not UTF-8 text \(line 2: byte 0xe9"):
+        list(read_records(path, "jsonl"))
+
+
+def test_jsonl_utf8_bom_is_accepted(tmp_path):
+    line = json.dumps({"prompt": "p", "answer": "1"})
+    path = _write(tmp_path, "d.jsonl", ("\ufeff" + line).encode())
+    assert next(read_records(path, "jsonl")).fields == {"prompt": "p", "answer": "1"}
+
+
+def test_csv_rows_drop_empty_cells_and_flag_extra_cells(tmp_path):
+    path = _write(tmp_path, "d.csv", b"question,answer,note\nWhat?,4,\nWhy?,5,x,extra\n")
+    first, second = list(read_records(path, "csv"))
+    assert first == RawRecord("row 1", {"question": "What?", "answer": "4"})
+    assert str(second) == "row 2: 1 more cells than the header has columns"
+
+
+def test_csv_not_utf8_is_a_file_error(tmp_path):
+    path = _write(tmp_path, "d.csv", "question,answer\nné,1\n".encode("utf-16"))
+    with pytest.raises(FileError, match="not UTF-8 text"):
+        list(read_records(path, "csv"))
+
+
+def test_parquet_rows_stream_in_batches(tmp_path):
+    path = tmp_path / "d.parquet"
+    table = pa.table({"question": [f"q{i}" for i in range(2500)], "answer": [str(i) for i in range(2500)]})
+    pq.write_table(table, path, row_group_size=700)
+    records = list(read_records(path, "parquet"))
+    assert len(records) == 2500
+    assert records[-1] == RawRecord("row 2500", {"question": "q2499", "answer": "2499"})
+
+
+def test_parquet_garbage_is_a_file_error(tmp_path):
+    path = _write(tmp_path, "d.parquet", b"not parquet at all")
+    with pytest.raises(FileError, match="not a readable Parquet file"):
+        list(read_records(path, "parquet"))
+
+
+def test_size_checks():
+    with pytest.raises(FileError, match="the file is empty"):
+        check_size(0, 100)
+    with pytest.raises(FileError, match=r"the file is 2\.0 MB; the upload limit is 1\.0 MB"):
+        check_size(2_000_000, 1_000_000)
+
+
+def test_format_from_extension():
+    assert format_for_filename("A.JSONL") == "jsonl"
+    with pytest.raises(FileError, match="unsupported file type '.txt'"):
+        format_for_filename("a.txt")
+
+
+def test_row_error_with_field_names_it():
+    assert str(RowError("row 3", "required", "answer")) == "row 3, field answer: required"

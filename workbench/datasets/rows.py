@@ -1,0 +1,106 @@
+"""Validate one uploaded record into a dataset row: prompt, ground truth (answer and/or tool calls), state."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.datasets.parsing import RowError
+
+PROMPT_FIELDS = ("prompt", "question")
+KNOWN_FIELDS = {*PROMPT_FIELDS, "answer", "tool_calls", "initial_state", "metadata"}
+
+
+@dataclass
+class RowData:
+    """A validated row. `tool_calls` follow ToolRL / Tool-N1: a list of {"name", "arguments"} objects."""
+
+    prompt: str
+    answer: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    initial_state: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def validate_record(where: str, fields: dict[str, Any]) -> RowData | list[RowError]:
+    """Turn raw fields into a RowData, or return every problem found, each with its field."""
+    errors: list[RowError] = []
+
+    def fail(name: str, message: str) -> None:
+        errors.append(RowError(where, message, name))
+
+    prompt_key = next((k for k in PROMPT_FIELDS if k in fields), None)
+    prompt = fields.get(prompt_key) if prompt_key else None
+    if not isinstance(prompt, str) or not prompt.strip():
+        fail(prompt_key or "prompt", "required: a non-empty text in 'prompt' or 'question'")
+    answer = _answer(fields.get("answer"), fail)
+    tool_calls = _tool_calls(fields.get("tool_calls"), fail)
+    if answer is None and tool_calls is None and not any(e.field in ("answer", "tool_calls") for e in errors):
+        fail("answer", "required when tool_calls is absent")
+    initial_state = _maybe_json(fields.get("initial_state"))
+    metadata = _metadata(fields, prompt_key, fail)
+    if errors:
+        return errors
+    return RowData(prompt, answer, tool_calls, initial_state, metadata)
+
+
+def _maybe_json(value: Any) -> Any:
+    """CSV cells (and some Parquet columns) hold nested values as JSON text; decode when it parses."""
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _answer(value: Any, fail) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        fail("answer", f"must be text or a number, got {type(value).__name__}")
+        return None
+    return str(value)
+
+
+def _tool_calls(value: Any, fail) -> list[dict[str, Any]] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            fail("tool_calls", f"invalid JSON: {exc.msg} at column {exc.colno}")
+            return None
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        fail("tool_calls", "must be a non-empty list of {name, arguments} objects")
+        return None
+    calls = []
+    for i, call in enumerate(value):
+        name = f"tool_calls[{i}]"
+        if isinstance(call, dict) and isinstance(call.get("function"), dict):
+            call = call["function"]  # OpenAI's {"type": "function", "function": {...}} wrapper
+        if not isinstance(call, dict):
+            fail(name, "must be an object with name and arguments")
+            continue
+        if not isinstance(call.get("name"), str) or not call["name"].strip():
+            fail(f"{name}.name", "required: the tool's name")
+        arguments = _maybe_json(call.get("arguments", {}))
+        if not isinstance(arguments, dict):
+            fail(f"{name}.arguments", "must be a JSON object")
+        calls.append({"name": call.get("name"), "arguments": arguments})
+    return calls
+
+
+def _metadata(fields: dict[str, Any], prompt_key: str | None, fail) -> dict[str, Any]:
+    metadata = _maybe_json(fields.get("metadata", {}))
+    if not isinstance(metadata, dict):
+        fail("metadata", "must be a JSON object")
+        return {}
+    # Unknown columns are kept, not dropped: they may be a split column or useful for analysis later.
+    consumed = KNOWN_FIELDS - (set(PROMPT_FIELDS) - {prompt_key})
+    extra = {k: v for k, v in fields.items() if k not in consumed}
+    return {**extra, **metadata}
