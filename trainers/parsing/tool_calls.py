@@ -1,0 +1,74 @@
+"""Tool-call parsing: JSON calls inside tags, one object or a list per tag, several tags per turn.
+
+A malformed call never raises: it becomes a ToolCall whose `parse_error` says what was wrong, so the
+rollout can answer it with an error observation and count it as a failed call.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from trainers.trajectory import ToolCall
+
+
+def tag_spans(text: str, open_tag: str, close_tag: str) -> list[tuple[str, bool]]:
+    """Contents of every `open_tag`...`close_tag` span, in order, with whether it was closed."""
+    spans: list[tuple[str, bool]] = []
+    pos = text.find(open_tag)
+    while pos != -1:
+        start = pos + len(open_tag)
+        end = text.find(close_tag, start)
+        if end == -1:
+            spans.append((text[start:], False))
+            break
+        spans.append((text[start:end], True))
+        pos = text.find(open_tag, end + len(close_tag))
+    return spans
+
+
+def call_from_object(obj: Any, raw: str) -> ToolCall:
+    """One `{"name": ..., "arguments": {...}}` object (arguments may also be a JSON string)."""
+    if not isinstance(obj, dict):
+        return ToolCall("", {}, raw, f"a tool call must be a JSON object, got {type(obj).__name__}")
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        return ToolCall("", {}, raw, "the tool call has no 'name' string")
+    args = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(args, str):  # OpenAI-style calls encode the arguments as a JSON string
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError as exc:
+            return ToolCall(name, {}, raw, f"'arguments' is not valid JSON: {exc.msg}")
+    if not isinstance(args, dict):
+        return ToolCall(name, {}, raw, f"'arguments' must be a JSON object, got {type(args).__name__}")
+    return ToolCall(name, args, raw)
+
+
+def parse_json_calls(body: str) -> list[ToolCall]:
+    """The calls in one tag body: a JSON object or a JSON list of objects."""
+    raw = body.strip()
+    if not raw:
+        return [ToolCall("", {}, body, "empty tool call")]
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return [ToolCall("", {}, raw, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")]
+    if isinstance(value, list):
+        if not value:
+            return [ToolCall("", {}, raw, "empty list of tool calls")]
+        return [call_from_object(item, json.dumps(item)) for item in value]
+    return [call_from_object(value, raw)]
+
+
+def parse_tagged_calls(
+    text: str, open_tag: str = "<tool_call>", close_tag: str = "</tool_call>"
+) -> list[ToolCall]:
+    """Every call in every tag of `text`; an unclosed last tag is a malformed call."""
+    calls: list[ToolCall] = []
+    for body, closed in tag_spans(text, open_tag, close_tag):
+        if closed:
+            calls.extend(parse_json_calls(body))
+        else:
+            calls.append(ToolCall("", {}, body.strip(), f"missing closing {close_tag} tag"))
+    return calls
