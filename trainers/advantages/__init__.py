@@ -1,0 +1,15 @@
+"""Advantage estimators, found by name: `ESTIMATORS.get(name)(**params).compute(batch)`."""
+
+from trainers.advantages import dr_grpo, gigpo, grpo, ppo, reinforce_pp, remax, rloo  # noqa: F401 (registers)
+from trainers.advantages.base import ESTIMATORS, AdvantageBatch, AdvantageEstimator, AdvantageResult, Step
+from trainers.advantages.batch import advantage_batch_from_trajectories, trajectory_steps
+
+__all__ = [
+    "ESTIMATORS",
+    "AdvantageBatch",
+    "AdvantageEstimator",
+    "AdvantageResult",
+    "Step",
+    "advantage_batch_from_trajectories",
+    "trajectory_steps",
+]

@@ -1,0 +1,121 @@
+"""The estimator interface: an `AdvantageBatch` in, per-token advantages (and PPO returns) out.
+
+Layout: row i is trajectory i; column j is the j-th token of its response (every turn after the
+prompt, tool and glue turns included), right-padded to T. `response_mask` is 1 on policy tokens.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from trainers.registry import Registry
+
+
+@dataclass(frozen=True)
+class Step:
+    """One assistant turn of a multi-turn trajectory: tokens [start, end) of the response."""
+
+    start: int
+    end: int
+    reward: float = 0.0
+    state_hash: str | None = None  # the state the action was taken from (GiGPO anchor state)
+    state_text: str | None = None  # that state's text, for similarity grouping
+
+
+@dataclass
+class AdvantageBatch:
+    """Everything any estimator may read; optional fields are needed only by some estimators."""
+
+    group_ids: list[str]  # [B] samples of the same prompt share a group id
+    rewards: torch.Tensor  # [B] scalar trajectory rewards
+    response_mask: torch.Tensor  # [B, T] 1 on policy tokens, 0 on tool output, glue and padding
+    steps: list[list[Step]] = field(default_factory=list)  # per trajectory, per assistant turn
+    values: torch.Tensor | None = None  # [B, T] critic values (ppo)
+    token_rewards: torch.Tensor | None = None  # [B, T] token-level rewards (ppo, reinforce_pp)
+    kl: torch.Tensor | None = None  # [B, T] per-token KL to the reference, folded into rewards if asked
+    baseline_rewards: dict[str, float] | None = None  # group id -> greedy response reward (remax)
+
+    def __post_init__(self) -> None:
+        self.rewards = self.rewards.float()
+        self.response_mask = self.response_mask.float()
+        if not self.steps:
+            self.steps = [[] for _ in self.group_ids]
+        rows, _ = self.response_mask.shape
+        if not (len(self.group_ids) == rows == self.rewards.shape[0] == len(self.steps)):
+            raise ValueError("group_ids, rewards, response_mask and steps must have one row per trajectory")
+
+    @property
+    def size(self) -> int:
+        return len(self.group_ids)
+
+
+@dataclass
+class AdvantageResult:
+    """Per-token advantages [B, T] (zero off-policy), PPO returns, and per-turn values for the inspector."""
+
+    advantages: torch.Tensor
+    returns: torch.Tensor | None = None
+    turn_advantages: list[list[float]] = field(default_factory=list)  # mean advantage of each step
+    step_groups: list[list[str | None]] | None = None  # GiGPO anchor-group key of each step
+
+
+class AdvantageEstimator(ABC):
+    """Stateless unless it says otherwise; stateful ones persist through `state_dict`."""
+
+    @abstractmethod
+    def compute(self, batch: AdvantageBatch) -> AdvantageResult: ...
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        del state  # nothing to restore for a stateless estimator
+
+
+ESTIMATORS: Registry[type[AdvantageEstimator]] = Registry("advantage estimator")
+
+
+def group_indices(group_ids: Sequence[str]) -> dict[str, list[int]]:
+    """Row indices of each group, in first-seen order."""
+    groups: dict[str, list[int]] = {}
+    for i, gid in enumerate(group_ids):
+        groups.setdefault(gid, []).append(i)
+    return groups
+
+
+def group_std(values: torch.Tensor, unbiased: bool) -> torch.Tensor:
+    """Std of a group; a single sample has no spread (0, not NaN)."""
+    if values.numel() < 2:
+        return torch.zeros((), dtype=values.dtype)
+    return values.std(correction=1 if unbiased else 0)
+
+
+def broadcast_to_tokens(scalars: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """A per-trajectory scalar on each of its policy tokens, zero elsewhere."""
+    return scalars[:, None] * mask
+
+
+def turn_means(advantages: torch.Tensor, mask: torch.Tensor, steps: list[list[Step]]) -> list[list[float]]:
+    """Mean advantage over the policy tokens of each step (what the inspector shows per turn)."""
+    out: list[list[float]] = []
+    for row, row_steps in enumerate(steps):
+        values = []
+        for step in row_steps:
+            m = mask[row, step.start : step.end]
+            total = m.sum()
+            mean = (advantages[row, step.start : step.end] * m).sum() / total if total > 0 else total
+            values.append(float(mean))
+        out.append(values)
+    return out
+
+
+def outcome_result(scalars: torch.Tensor, batch: AdvantageBatch) -> AdvantageResult:
+    """Result of an outcome-supervised estimator: one scalar per trajectory on all its policy tokens."""
+    advantages = broadcast_to_tokens(scalars, batch.response_mask)
+    turns = turn_means(advantages, batch.response_mask, batch.steps)
+    return AdvantageResult(advantages, turn_advantages=turns)

@@ -1,0 +1,45 @@
+"""GRPO outcome supervision (DeepSeekMath, arXiv 2402.03300, sec. 4.1.2).
+
+A_i = (r_i - mean(r)) / (std(r) + eps) over the G samples of a prompt, on every token of o_i.
+
+The paper does not say which std; like TRL and verl we use the sample std (n - 1) by default.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from trainers.advantages.base import (
+    ESTIMATORS,
+    AdvantageBatch,
+    AdvantageEstimator,
+    AdvantageResult,
+    group_indices,
+    group_std,
+    outcome_result,
+)
+
+
+def group_normalised(
+    rewards: torch.Tensor, group_ids: list[str], *, scale: bool, unbiased: bool, eps: float
+) -> torch.Tensor:
+    """(r - group mean), divided by (group std + eps) when `scale`; shared by GRPO and Dr.GRPO."""
+    out = torch.zeros_like(rewards)
+    for rows in group_indices(group_ids).values():
+        r = rewards[rows]
+        centred = r - r.mean()
+        out[rows] = centred / (group_std(r, unbiased) + eps) if scale else centred
+    return out
+
+
+@ESTIMATORS.register("grpo")
+class GRPO(AdvantageEstimator):
+    def __init__(self, eps: float = 1e-6, unbiased_std: bool = True) -> None:
+        self.eps = eps  # keeps a zero-variance group at advantage 0 instead of 0/0
+        self.unbiased_std = unbiased_std  # sample std (n-1); False = population std (n)
+
+    def compute(self, batch: AdvantageBatch) -> AdvantageResult:
+        scalars = group_normalised(
+            batch.rewards, batch.group_ids, scale=True, unbiased=self.unbiased_std, eps=self.eps
+        )
+        return outcome_result(scalars, batch)

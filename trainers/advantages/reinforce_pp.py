@@ -1,0 +1,65 @@
+"""REINFORCE++ (arXiv 2501.03262, sec. 3): token rewards r_t = 1[t = EOS] r - beta * KL_t, returns
+G_t = sum_k gamma^(k-t) r_k, then advantages normalised over all policy tokens of the global batch.
+
+Optional history baseline (the survey's variant, not in the paper): subtract a moving average of
+past batches' mean rewards from the outcome reward; this makes the estimator stateful.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from trainers.advantages.base import (
+    ESTIMATORS,
+    AdvantageBatch,
+    AdvantageEstimator,
+    AdvantageResult,
+    turn_means,
+)
+from trainers.advantages.tokens import gae, masked_whiten, token_level_rewards
+
+
+@ESTIMATORS.register("reinforce_pp")
+class ReinforcePP(AdvantageEstimator):
+    def __init__(
+        self,
+        gamma: float = 1.0,
+        kl_coef: float = 0.0,
+        normalize: bool = True,
+        history_baseline: bool = False,
+        history_momentum: float = 0.9,
+    ) -> None:
+        self.gamma = gamma  # discount of token rewards along the response
+        self.kl_coef = kl_coef  # beta: per-token KL to the reference folded into rewards; 0 = none
+        self.normalize = normalize  # global batch normalisation (the paper's baseline)
+        self.history_baseline = history_baseline  # subtract a moving average of past batch rewards
+        self.history_momentum = history_momentum  # b <- m * b + (1 - m) * batch mean
+        self.baseline: float | None = None  # no history before the first batch
+
+    def compute(self, batch: AdvantageBatch) -> AdvantageResult:
+        mask = batch.response_mask
+        if self.history_baseline and batch.token_rewards is not None:
+            raise ValueError("reinforce_pp: the history baseline shifts outcome rewards, not token_rewards")
+        shifted = batch
+        if self.history_baseline and self.baseline is not None:
+            shifted = replace(batch, rewards=batch.rewards - self.baseline)
+        rewards = token_level_rewards(shifted, self.kl_coef)
+        returns, _ = gae(rewards, mask * 0, mask, self.gamma, 1.0)  # lambda 1, V 0: Monte Carlo returns
+        advantages = masked_whiten(returns, mask) if self.normalize else returns
+        if self.history_baseline:
+            self._update_baseline(float(batch.rewards.mean()))
+        return AdvantageResult(advantages, turn_advantages=turn_means(advantages, mask, batch.steps))
+
+    def _update_baseline(self, batch_mean: float) -> None:
+        if self.baseline is None:
+            self.baseline = batch_mean
+        else:
+            m = self.history_momentum
+            self.baseline = m * self.baseline + (1 - m) * batch_mean
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"baseline": self.baseline}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.baseline = state.get("baseline")

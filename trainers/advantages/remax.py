@@ -1,0 +1,26 @@
+"""ReMax (arXiv 2310.10505, eq. 5): A_i = r_i - r(greedy response to the same prompt)."""
+
+from __future__ import annotations
+
+import torch
+
+from trainers.advantages.base import (
+    ESTIMATORS,
+    AdvantageBatch,
+    AdvantageEstimator,
+    AdvantageResult,
+    outcome_result,
+)
+
+
+@ESTIMATORS.register("remax")
+class ReMax(AdvantageEstimator):
+    def compute(self, batch: AdvantageBatch) -> AdvantageResult:
+        baselines = batch.baseline_rewards
+        if baselines is None:
+            raise ValueError("remax needs batch.baseline_rewards: the greedy response reward of each group")
+        missing = sorted({g for g in batch.group_ids if g not in baselines})
+        if missing:
+            raise ValueError(f"remax: no greedy baseline reward for groups {missing}")
+        baseline = torch.tensor([baselines[g] for g in batch.group_ids], dtype=batch.rewards.dtype)
+        return outcome_result(batch.rewards - baseline, batch)
