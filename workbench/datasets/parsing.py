@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -60,12 +60,14 @@ def check_size(size: int, limit: int) -> None:
         raise FileError(f"the file is {size / 1e6:.1f} MB; the upload limit is {limit / 1e6:.1f} MB")
 
 
-def read_records(path: Path, fmt: str) -> Iterator[RawRecord | RowError]:
-    """Yield each row of the file, or a RowError for a row that cannot be parsed at all."""
+def read_records(handle: BinaryIO, fmt: str) -> Iterator[RawRecord | RowError]:
+    """Yield each row of a binary file, or a RowError for a row that cannot be parsed at all.
+
+    The caller may read `handle.tell()` between rows to report progress."""
     readers = {"jsonl": _read_jsonl, "csv": _read_csv, "parquet": _read_parquet}
     if fmt not in readers:
         raise FileError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    yield from readers[fmt](path)
+    yield from readers[fmt](handle)
 
 
 def _not_utf8(where: str, exc: UnicodeDecodeError) -> FileError:
@@ -75,49 +77,48 @@ def _not_utf8(where: str, exc: UnicodeDecodeError) -> FileError:
     )
 
 
-def _read_jsonl(path: Path) -> Iterator[RawRecord | RowError]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            where = f"line {number}"
-            try:
-                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                raise _not_utf8(where, exc) from None
-            if not text.strip():
-                continue
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError as exc:
-                yield RowError(where, f"invalid JSON: {exc.msg} at column {exc.colno}")
-                continue
-            if not isinstance(value, dict):
-                yield RowError(where, f"expected a JSON object, got {type(value).__name__}")
-                continue
-            yield RawRecord(where, value)
-
-
-def _read_csv(path: Path) -> Iterator[RawRecord | RowError]:
-    with path.open("rb") as raw:
-        text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="strict", newline="")
-        reader = csv.DictReader(text, restkey="__extra__")
-        number = 0
+def _read_jsonl(handle: BinaryIO) -> Iterator[RawRecord | RowError]:
+    for number, raw in enumerate(handle, start=1):
+        where = f"line {number}"
         try:
-            for number, row in enumerate(reader, start=1):
-                where = f"row {number}"
-                if "__extra__" in row:
-                    yield RowError(where, f"{len(row['__extra__'])} more cells than the header has columns")
-                    continue
-                # Empty cells mean "absent": CSV cannot tell an empty string from a missing value.
-                yield RawRecord(where, {k: v for k, v in row.items() if k and v not in (None, "")})
+            text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError as exc:
-            raise _not_utf8(f"near row {number + 1}", exc) from None
-        except csv.Error as exc:
-            raise FileError(f"unreadable CSV near row {number + 1}: {exc}") from None
+            raise _not_utf8(where, exc) from None
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield RowError(where, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            continue
+        if not isinstance(value, dict):
+            yield RowError(where, f"expected a JSON object, got {type(value).__name__}")
+            continue
+        yield RawRecord(where, value)
 
 
-def _read_parquet(path: Path) -> Iterator[RawRecord | RowError]:
+def _read_csv(handle: BinaryIO) -> Iterator[RawRecord | RowError]:
+    text = io.TextIOWrapper(handle, encoding="utf-8-sig", errors="strict", newline="")
+    number = 0
     try:
-        parquet = pq.ParquetFile(path)
+        for number, row in enumerate(csv.DictReader(text, restkey="__extra__"), start=1):
+            where = f"row {number}"
+            if "__extra__" in row:
+                yield RowError(where, f"{len(row['__extra__'])} more cells than the header has columns")
+                continue
+            # Empty cells mean "absent": CSV cannot tell an empty string from a missing value.
+            yield RawRecord(where, {k: v for k, v in row.items() if k and v not in (None, "")})
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(f"near row {number + 1}", exc) from None
+    except csv.Error as exc:
+        raise FileError(f"unreadable CSV near row {number + 1}: {exc}") from None
+    finally:
+        text.detach()  # the caller owns the handle; a collected wrapper would close it
+
+
+def _read_parquet(handle: BinaryIO) -> Iterator[RawRecord | RowError]:
+    try:
+        parquet = pq.ParquetFile(handle)
     except (pa.ArrowInvalid, OSError) as exc:
         raise FileError(f"not a readable Parquet file: {exc}") from None
     number = 0

@@ -20,34 +20,39 @@ def _write(tmp_path, name, data: bytes):
     return path
 
 
+def _read(path, fmt):
+    with path.open("rb") as handle:
+        return list(read_records(handle, fmt))
+
+
 def test_jsonl_malformed_line_reports_line_and_column(tmp_path):
     path = _write(tmp_path, "d.jsonl", b'{"prompt": "a", "answer": "1"}\n\n{"prompt": "b" "answer": 2}\n')
-    items = list(read_records(path, "jsonl"))
+    items = _read(path, "jsonl")
     assert isinstance(items[0], RawRecord)
     assert str(items[1]) == "line 3: invalid JSON: Expecting ',' delimiter at column 16"
 
 
 def test_jsonl_non_object_line_is_a_row_error(tmp_path):
     path = _write(tmp_path, "d.jsonl", b"[1, 2]\n")
-    assert str(next(read_records(path, "jsonl"))) == "line 1: expected a JSON object, got list"
+    assert str(_read(path, "jsonl")[0]) == "line 1: expected a JSON object, got list"
 
 
 def test_jsonl_not_utf8_is_a_file_error(tmp_path):
     text = '{"prompt": "ok", "answer": "1"}\n{"prompt": "café"}\n'
     path = _write(tmp_path, "d.jsonl", text.encode("latin-1"))
     with pytest.raises(FileError, match=r"not UTF-8 text \(line 2: byte 0xe9"):
-        list(read_records(path, "jsonl"))
+        _read(path, "jsonl")
 
 
 def test_jsonl_utf8_bom_is_accepted(tmp_path):
     line = json.dumps({"prompt": "p", "answer": "1"})
     path = _write(tmp_path, "d.jsonl", ("\ufeff" + line).encode())
-    assert next(read_records(path, "jsonl")).fields == {"prompt": "p", "answer": "1"}
+    assert _read(path, "jsonl")[0].fields == {"prompt": "p", "answer": "1"}
 
 
 def test_csv_rows_drop_empty_cells_and_flag_extra_cells(tmp_path):
     path = _write(tmp_path, "d.csv", b"question,answer,note\nWhat?,4,\nWhy?,5,x,extra\n")
-    first, second = list(read_records(path, "csv"))
+    first, second = _read(path, "csv")
     assert first == RawRecord("row 1", {"question": "What?", "answer": "4"})
     assert str(second) == "row 2: 1 more cells than the header has columns"
 
@@ -55,14 +60,14 @@ def test_csv_rows_drop_empty_cells_and_flag_extra_cells(tmp_path):
 def test_csv_not_utf8_is_a_file_error(tmp_path):
     path = _write(tmp_path, "d.csv", "question,answer\nné,1\n".encode("utf-16"))
     with pytest.raises(FileError, match="not UTF-8 text"):
-        list(read_records(path, "csv"))
+        _read(path, "csv")
 
 
 def test_parquet_rows_stream_in_batches(tmp_path):
     path = tmp_path / "d.parquet"
     table = pa.table({"question": [f"q{i}" for i in range(2500)], "answer": [str(i) for i in range(2500)]})
     pq.write_table(table, path, row_group_size=700)
-    records = list(read_records(path, "parquet"))
+    records = _read(path, "parquet")
     assert len(records) == 2500
     assert records[-1] == RawRecord("row 2500", {"question": "q2499", "answer": "2499"})
 
@@ -70,7 +75,7 @@ def test_parquet_rows_stream_in_batches(tmp_path):
 def test_parquet_garbage_is_a_file_error(tmp_path):
     path = _write(tmp_path, "d.parquet", b"not parquet at all")
     with pytest.raises(FileError, match="not a readable Parquet file"):
-        list(read_records(path, "parquet"))
+        _read(path, "parquet")
 
 
 def test_size_checks():
@@ -88,3 +93,10 @@ def test_format_from_extension():
 
 def test_row_error_with_field_names_it():
     assert str(RowError("row 3", "required", "answer")) == "row 3, field answer: required"
+
+
+def test_csv_reader_leaves_the_callers_handle_open(tmp_path):
+    path = _write(tmp_path, "d.csv", b"question,answer\nq,1\n")
+    with path.open("rb") as handle:
+        assert len(list(read_records(handle, "csv"))) == 1
+        assert not handle.closed and handle.tell() == path.stat().st_size
