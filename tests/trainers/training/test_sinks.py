@@ -1,0 +1,69 @@
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainers.training.sinks import MultiSink, RunDirSink, Sink, read_jsonl
+from trainers.trajectory import Trajectory
+
+
+@dataclass
+class Alert:
+    step: int
+    rule: str
+
+
+def test_run_dir_sink_writes_one_jsonl_line_per_record(tmp_path):
+    sink = RunDirSink(tmp_path)
+    sink.log_metrics(1, {"reward/mean": 0.5, "loss/policy": math.nan})
+    sink.log_trajectories(1, [Trajectory(uid="a", group_id="g"), Trajectory(uid="b", group_id="g")])
+    sink.log_eval(2, {"eval/accuracy": 0.25})
+    sink.log_checkpoint(2, tmp_path / "checkpoints" / "step_000002")
+    sink.log_alerts([Alert(step=2, rule="entropy_drop")])
+    sink.close()
+    assert read_jsonl(tmp_path / "metrics.jsonl") == [{"step": 1, "reward/mean": 0.5, "loss/policy": None}]
+    assert [t["uid"] for t in read_jsonl(tmp_path / "trajectories.jsonl")] == ["a", "b"]
+    assert Trajectory.from_dict({k: v for k, v in read_jsonl(tmp_path / "trajectories.jsonl")[0].items()
+                                 if k != "step"}).uid == "a"  # fmt: skip
+    assert read_jsonl(tmp_path / "eval.jsonl") == [{"step": 2, "eval/accuracy": 0.25}]
+    assert read_jsonl(tmp_path / "alerts.jsonl") == [{"alert": {"step": 2, "rule": "entropy_drop"}}]
+    assert Path(read_jsonl(tmp_path / "checkpoints.jsonl")[0]["path"]).name == "step_000002"
+
+
+def test_trajectories_every_n_steps(tmp_path):
+    sink = RunDirSink(tmp_path, trajectories_every=2)
+    for step in range(4):
+        sink.log_trajectories(step, [Trajectory(uid=str(step), group_id="g")])
+    sink.close()
+    assert [t["step"] for t in read_jsonl(tmp_path / "trajectories.jsonl")] == [0, 2]
+
+
+class Recorder(Sink):
+    def __init__(self):
+        self.calls = []
+
+    def log_metrics(self, step, metrics):
+        self.calls.append(("metrics", step))
+
+    def log_trajectories(self, step, trajectories):
+        self.calls.append(("trajectories", step))
+
+    def log_eval(self, step, results):
+        self.calls.append(("eval", step))
+
+    def log_checkpoint(self, step, path):
+        self.calls.append(("checkpoint", step))
+
+    def log_alerts(self, alerts):
+        self.calls.append(("alerts", len(alerts)))
+
+    def close(self):
+        self.calls.append(("close", None))
+
+
+def test_multi_sink_fans_out_in_order():
+    first, second = Recorder(), Recorder()
+    sink = MultiSink([first, second])
+    sink.log_metrics(3, {})
+    sink.log_alerts([1, 2])
+    sink.close()
+    assert first.calls == second.calls == [("metrics", 3), ("alerts", 2), ("close", None)]

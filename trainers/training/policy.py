@@ -1,0 +1,144 @@
+"""Token logprobs, entropies and values of trajectories under a causal LM, in one padded forward pass.
+
+Rows are prompt + response, right-padded; columns of the outputs are the response tokens of
+`Trajectory.response_token_ids`, right-padded to the longest response, with `response_loss_mask`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from trainers.trajectory import Trajectory
+
+
+@dataclass
+class TokenBatch:
+    """Trajectories as tensors: full sequences for the forward pass, response views for the loss."""
+
+    input_ids: torch.Tensor  # [B, L] prompt + response, right-padded
+    attention_mask: torch.Tensor  # [B, L]
+    prompt_lengths: torch.Tensor  # [B]
+    response_ids: torch.Tensor  # [B, T] right-padded
+    response_mask: torch.Tensor  # [B, T] 1 on policy tokens, 0 on tool output, glue and padding
+
+    @property
+    def size(self) -> int:
+        return self.input_ids.shape[0]
+
+    def select(self, rows: Sequence[int] | torch.Tensor) -> TokenBatch:
+        """A sub-batch (a minibatch), trimmed of columns that are padding in every selected row."""
+        idx = torch.as_tensor(rows, dtype=torch.long)
+        attn = self.attention_mask[idx]
+        seq_len = int(attn.sum(1).max())
+        resp_len = int((self.attention_mask[idx].sum(1) - self.prompt_lengths[idx]).max())
+        return TokenBatch(
+            input_ids=self.input_ids[idx, :seq_len],
+            attention_mask=attn[:, :seq_len],
+            prompt_lengths=self.prompt_lengths[idx],
+            response_ids=self.response_ids[idx, :resp_len],
+            response_mask=self.response_mask[idx, :resp_len],
+        )
+
+
+def collate(trajectories: Sequence[Trajectory], pad_token_id: int) -> TokenBatch:
+    """Right-pad prompt + response ids; the response mask keeps only the policy's own tokens."""
+    prompts = [t.prompt_token_ids for t in trajectories]
+    responses = [t.response_token_ids for t in trajectories]
+    masks = [t.response_loss_mask for t in trajectories]
+    rows = len(trajectories)
+    seq_len = max(len(p) + len(r) for p, r in zip(prompts, responses, strict=True))
+    resp_len = max(1, max(len(r) for r in responses))
+    input_ids = torch.full((rows, seq_len), pad_token_id, dtype=torch.long)
+    attention = torch.zeros((rows, seq_len), dtype=torch.long)
+    response_ids = torch.full((rows, resp_len), pad_token_id, dtype=torch.long)
+    response_mask = torch.zeros((rows, resp_len), dtype=torch.float32)
+    for i, (p, r, m) in enumerate(zip(prompts, responses, masks, strict=True)):
+        n = len(p) + len(r)
+        input_ids[i, :n] = torch.tensor(p + r, dtype=torch.long)
+        attention[i, :n] = 1
+        if r:
+            response_ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+            response_mask[i, : len(r)] = torch.tensor(m, dtype=torch.float32)
+    lengths = torch.tensor([len(p) for p in prompts], dtype=torch.long)
+    return TokenBatch(input_ids, attention, lengths, response_ids, response_mask)
+
+
+@dataclass
+class PolicyOutput:
+    """Per response token: logprob of the taken token, entropy of the distribution, critic value."""
+
+    logprobs: torch.Tensor  # [B, T]
+    entropy: torch.Tensor | None  # [B, T]
+    values: torch.Tensor | None  # [B, T]
+
+
+class ValueHead(nn.Module):
+    """PPO critic: a linear map of the last hidden state to a scalar value per token."""
+
+    def __init__(self, hidden_size: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(hidden_size, 1)
+        # A zero start makes the first GAE advantages plain discounted returns, not noise.
+        nn.init.zeros_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.linear(hidden).squeeze(-1)
+
+
+def response_hidden(model: nn.Module, batch: TokenBatch) -> torch.Tensor:
+    """Last hidden state at the position that predicts each response token: [B, T, H]."""
+    decoder = model.get_decoder()
+    hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
+    resp_len = batch.response_ids.shape[1]
+    # Token j of the response sits at prompt_length + j and is predicted from the position before it.
+    positions = batch.prompt_lengths[:, None] + torch.arange(resp_len)[None, :] - 1
+    positions = positions.clamp(0, hidden.shape[1] - 1)
+    return hidden.gather(1, positions[..., None].expand(-1, -1, hidden.shape[-1]))
+
+
+def forward_policy(
+    model: nn.Module,
+    batch: TokenBatch,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = True,
+    value_head: ValueHead | None = None,
+) -> PolicyOutput:
+    """Logprobs (and entropies, values) of the response tokens; the LM head sees response positions only."""
+    hidden = response_hidden(model, batch)
+    logits = model.get_output_embeddings()(hidden).float()
+    if temperature > 0 and temperature != 1.0:
+        logits = logits / temperature  # the sampling distribution is the tempered one
+    logp_all = F.log_softmax(logits, dim=-1)
+    logprobs = logp_all.gather(-1, batch.response_ids[..., None]).squeeze(-1) * batch.response_mask
+    entropy = None
+    if with_entropy:
+        entropy = -(logp_all.exp() * logp_all).sum(-1) * batch.response_mask
+    values = value_head(hidden) * batch.response_mask if value_head is not None else None
+    return PolicyOutput(logprobs, entropy, values)
+
+
+def trajectory_logprobs(
+    model: nn.Module, trajectories: Sequence[Trajectory], pad_token_id: int, temperature: float = 1.0
+) -> list[list[float]]:
+    """Per-trajectory response logprobs (0 off-policy), for checking them against sampling logprobs."""
+    batch = collate(trajectories, pad_token_id)
+    with torch.no_grad():
+        out = forward_policy(model, batch, temperature=temperature, with_entropy=False)
+    return [out.logprobs[i, : len(t.response_token_ids)].tolist() for i, t in enumerate(trajectories)]
+
+
+def frozen_copy(model: nn.Module) -> nn.Module:
+    """The KL reference: a copy of the policy at the start of RL, in eval mode, without gradients."""
+    ref = copy.deepcopy(model)
+    ref.eval()
+    for param in ref.parameters():
+        param.requires_grad_(False)
+    return ref

@@ -1,0 +1,135 @@
+"""Where a run's outputs go: the `Sink` interface, a run-directory sink and a fan-out to several sinks.
+
+The training loop only talks to a `Sink`; the workbench adds a database sink with the same methods.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from trainers.trajectory import Trajectory
+
+
+class Sink(ABC):
+    """Receives metrics, trajectories, evaluations, checkpoints and alerts as the run produces them."""
+
+    @abstractmethod
+    def log_metrics(self, step: int, metrics: dict[str, float]) -> None: ...
+
+    @abstractmethod
+    def log_trajectories(self, step: int, trajectories: Sequence[Trajectory]) -> None: ...
+
+    @abstractmethod
+    def log_eval(self, step: int, results: dict[str, float]) -> None: ...
+
+    @abstractmethod
+    def log_checkpoint(self, step: int, path: Path) -> None: ...
+
+    @abstractmethod
+    def log_alerts(self, alerts: Sequence[Any]) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None:
+        """Flush and release resources."""
+
+
+def _jsonable(value: Any) -> Any:
+    """Alerts and metrics may be dataclasses or pydantic models; NaN/inf become null (valid JSON)."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    if hasattr(value, "__dataclass_fields__"):
+        from dataclasses import asdict
+
+        return asdict(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _line(record: dict[str, Any]) -> str:
+    clean = {k: _jsonable(v) for k, v in record.items()}
+    return json.dumps(clean, ensure_ascii=False, default=str) + "\n"
+
+
+class RunDirSink(Sink):
+    """A run directory: metrics.jsonl, trajectories.jsonl, eval.jsonl, alerts.jsonl, checkpoints.jsonl."""
+
+    def __init__(self, run_dir: str | Path, trajectories_every: int = 1) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.trajectories_every = trajectories_every  # trajectories dominate disk use; log every n-th step
+        self._files: dict[str, Any] = {}
+
+    def _write(self, name: str, text: str) -> None:
+        if name not in self._files:
+            self._files[name] = open(self.run_dir / name, "a", encoding="utf-8")  # noqa: SIM115
+        handle = self._files[name]
+        handle.write(text)
+        handle.flush()  # a live dashboard tails these files
+
+    def log_metrics(self, step: int, metrics: dict[str, float]) -> None:
+        self._write("metrics.jsonl", _line({"step": step, **metrics}))
+
+    def log_trajectories(self, step: int, trajectories: Sequence[Trajectory]) -> None:
+        if self.trajectories_every <= 0 or step % self.trajectories_every:
+            return
+        self._write("trajectories.jsonl", "".join(_line({"step": step, **t.to_dict()}) for t in trajectories))
+
+    def log_eval(self, step: int, results: dict[str, float]) -> None:
+        self._write("eval.jsonl", _line({"step": step, **results}))
+
+    def log_checkpoint(self, step: int, path: Path) -> None:
+        self._write("checkpoints.jsonl", _line({"step": step, "path": str(path)}))
+
+    def log_alerts(self, alerts: Sequence[Any]) -> None:
+        if alerts:
+            self._write("alerts.jsonl", "".join(_line({"alert": a}) for a in alerts))
+
+    def close(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+        self._files.clear()
+
+
+class MultiSink(Sink):
+    """Sends everything to each of its sinks, in order."""
+
+    def __init__(self, sinks: Sequence[Sink]) -> None:
+        self.sinks = list(sinks)
+
+    def log_metrics(self, step: int, metrics: dict[str, float]) -> None:
+        for sink in self.sinks:
+            sink.log_metrics(step, metrics)
+
+    def log_trajectories(self, step: int, trajectories: Sequence[Trajectory]) -> None:
+        for sink in self.sinks:
+            sink.log_trajectories(step, trajectories)
+
+    def log_eval(self, step: int, results: dict[str, float]) -> None:
+        for sink in self.sinks:
+            sink.log_eval(step, results)
+
+    def log_checkpoint(self, step: int, path: Path) -> None:
+        for sink in self.sinks:
+            sink.log_checkpoint(step, path)
+
+    def log_alerts(self, alerts: Sequence[Any]) -> None:
+        for sink in self.sinks:
+            sink.log_alerts(alerts)
+
+    def close(self) -> None:
+        for sink in self.sinks:
+            sink.close()
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Read back one of a run directory's JSONL files (an absent file is an empty list)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
