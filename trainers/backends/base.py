@@ -1,0 +1,41 @@
+"""The generation-backend interface: batched token-in/token-out sampling with stop strings."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from trainers.backends.sampling import SamplingParams
+
+FinishReason = Literal["stop", "eos", "length"]
+
+
+@dataclass
+class GenerationRequest:
+    """Continue `prompt_ids` for up to `max_new_tokens`; stop once the sampled text holds a stop string."""
+
+    prompt_ids: list[int]
+    max_new_tokens: int
+    stop_strings: list[str] = field(default_factory=list)
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+
+
+@dataclass
+class GenerationOutput:
+    """The ids exactly as sampled (the one completing a stop string included) and their logprobs."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: FinishReason
+    stop_string: str | None = None
+
+
+class GenerationBackend(ABC):
+    """A policy that samples continuations; the HF backend here, vLLM later, behind the same call."""
+
+    tokenizer: Any
+
+    @abstractmethod
+    def generate(self, requests: list[GenerationRequest]) -> list[GenerationOutput]:
+        """One output per request, in order. Blocking; the rollout engine runs it in a worker thread."""

@@ -1,0 +1,172 @@
+"""Hugging Face transformers backend: our own batched sampling loop over a KV cache.
+
+Left-padded prefill, then one token per step for the rows still running; a row that finishes
+(end-of-sequence, stop string, its own token limit) leaves the batch and the cache at once, so it
+stops costing compute. Works on CPU and GPU, with a model loaded from a local path or a live one
+shared with the trainer (weights updated in place are seen by the next call).
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainers.backends.base import GenerationBackend, GenerationOutput, GenerationRequest
+from trainers.backends.sampler import sample_step
+from trainers.backends.sampling import SamplingParams
+from trainers.backends.stops import StopWatcher
+
+
+class HFBackend(GenerationBackend):
+    """Sampling backend over any `AutoModelForCausalLM`; `max_batch_size` bounds rows per forward."""
+
+    def __init__(
+        self,
+        model: str | Path | Any,
+        tokenizer: Any = None,
+        *,
+        device: str | None = None,
+        dtype: str | torch.dtype | None = None,
+        max_batch_size: int = 256,
+    ) -> None:
+        if isinstance(model, (str, Path)):
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
+            torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+            model = AutoModelForCausalLM.from_pretrained(str(model), dtype=torch_dtype or "auto")
+            model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+            model.eval()
+        if tokenizer is None:
+            raise ValueError("a tokenizer is required when passing a model object")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_batch_size = max_batch_size
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.eos_ids = eos_token_ids(model, tokenizer)
+        self._token_text: list[str] | None = None
+        # transformers 5 renamed `past_key_values` to `cache`; remote-code models may still use the old name
+        params = inspect.signature(model.forward).parameters
+        self.cache_arg = "cache" if "cache" in params else "past_key_values"
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def token_text(self) -> list[str]:
+        """Each vocabulary id decoded alone, built once, for stop-string checks."""
+        if self._token_text is None:
+            ids = [[i] for i in range(len(self.tokenizer))]
+            self._token_text = self.tokenizer.batch_decode(
+                ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
+            )
+        return self._token_text
+
+    def generate(self, requests: list[GenerationRequest]) -> list[GenerationOutput]:
+        outputs: list[GenerationOutput | None] = [None] * len(requests)
+        groups: dict[str, list[int]] = {}
+        for i, req in enumerate(requests):  # one batch per distinct sampling setting
+            groups.setdefault(req.sampling.model_dump_json(), []).append(i)
+        for indices in groups.values():
+            for start in range(0, len(indices), self.max_batch_size):
+                chunk = indices[start : start + self.max_batch_size]
+                for i, out in zip(chunk, self._generate_batch([requests[i] for i in chunk]), strict=True):
+                    outputs[i] = out
+        return [out for out in outputs if out is not None]
+
+    @torch.no_grad()
+    def _generate_batch(self, requests: list[GenerationRequest]) -> list[GenerationOutput]:
+        params = requests[0].sampling
+        generator = seeded_generator(params, self.device)
+        watchers = [StopWatcher(r.stop_strings) if r.stop_strings else None for r in requests]
+        texts = self.token_text() if any(watchers) else None
+        tokens: list[list[int]] = [[] for _ in requests]
+        logps: list[list[float]] = [[] for _ in requests]
+        results: list[GenerationOutput | None] = [None] * len(requests)
+
+        input_ids, attention = left_pad([r.prompt_ids for r in requests], self.pad_id, self.device)
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention,
+            position_ids=positions,
+            **{self.cache_arg: cache},
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        next_pos = positions[:, -1:] + 1
+        active = list(range(len(requests)))  # request index of each batch row
+        while True:
+            step_tokens, step_logps = sample_step(out.logits[:, -1, :], params, generator)
+            keep: list[int] = []
+            for row, (tok, lp) in enumerate(zip(step_tokens.tolist(), step_logps.tolist(), strict=True)):
+                i = active[row]
+                tokens[i].append(tok)
+                logps[i].append(lp)
+                stop = watchers[i].push(texts[tok]) if watchers[i] is not None and texts else None
+                if stop is not None:
+                    results[i] = GenerationOutput(tokens[i], logps[i], "stop", stop)
+                elif tok in self.eos_ids:
+                    results[i] = GenerationOutput(tokens[i], logps[i], "eos")
+                elif len(tokens[i]) >= requests[i].max_new_tokens:
+                    results[i] = GenerationOutput(tokens[i], logps[i], "length")
+                else:
+                    keep.append(row)
+            if not keep:
+                break
+            if len(keep) < len(active):  # finished rows leave the batch and the KV cache
+                index = torch.tensor(keep, device=self.device)
+                cache.batch_select_indices(index)
+                attention, next_pos, step_tokens = attention[index], next_pos[index], step_tokens[index]
+                active = [active[row] for row in keep]
+            attention = torch.cat([attention, attention.new_ones((len(active), 1))], dim=-1)
+            out = self.model(
+                input_ids=step_tokens.unsqueeze(-1),
+                attention_mask=attention,
+                position_ids=next_pos,
+                **{self.cache_arg: cache},
+                use_cache=True,
+            )
+            next_pos = next_pos + 1
+        return [r for r in results if r is not None]
+
+
+def left_pad(
+    prompts: list[list[int]], pad_id: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Input ids and attention mask, padded on the left so every row ends at the last column."""
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, prompt in enumerate(prompts):
+        if prompt:
+            ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+            mask[row, width - len(prompt) :] = 1
+    return ids.to(device), mask.to(device)
+
+
+def seeded_generator(params: SamplingParams, device: torch.device) -> torch.Generator | None:
+    if params.seed is None:
+        return None
+    generator = torch.Generator(device=device)
+    generator.manual_seed(params.seed)
+    return generator
+
+
+def eos_token_ids(model: Any, tokenizer: Any) -> set[int]:
+    """End-of-sequence ids from the tokenizer and the model's generation config."""
+    ids: set[int] = set()
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    config_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(config_eos, int):
+        ids.add(config_eos)
+    elif config_eos:
+        ids.update(config_eos)
+    return ids
