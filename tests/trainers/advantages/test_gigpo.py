@@ -1,5 +1,6 @@
 """GiGPO episode + anchor-state step advantages, built from Trajectory records, against hand values."""
 
+import pytest
 import torch
 
 from trainers.advantages import ESTIMATORS, advantage_batch_from_trajectories
@@ -35,7 +36,7 @@ def test_gigpo_without_std_scaling():
     result = ESTIMATORS.get("gigpo")(gamma=0.5, norm="none").compute(advantage_batch_from_trajectories(GROUP))
     expected_turns = [[1.0, 7 / 6], [-0.5, -1 / 3], [-0.5, -5 / 6]]
     for got, want in zip(result.turn_advantages, expected_turns, strict=True):
-        assert got == [pytest_approx(v) for v in want]
+        assert got == pytest.approx(want, abs=1e-6)
     # tokens: assistant(2) tool(1) assistant(2) tool(1); tool tokens get 0
     torch.testing.assert_close(result.advantages[0], torch.tensor([1.0, 1.0, 0.0, 7 / 6, 7 / 6, 0.0]))
 
@@ -76,9 +77,3 @@ def test_similarity_grouping_joins_near_identical_states():
     assert similar.turn_advantages[0][1] == 0.5
     assert similar.turn_advantages[1][1] == -0.5
     assert similar.step_groups[0][1] == similar.step_groups[1][1]
-
-
-def pytest_approx(value):
-    import pytest
-
-    return pytest.approx(value, abs=1e-6)

@@ -1,0 +1,82 @@
+"""Standard metric names, shared by the loop, the sinks, the dashboard and the echo-trap detector.
+
+Namespaced like CleanRL (`losses/approx_kl`): `<section>/<name>`; per-component and per-tool
+series use the `*_PREFIX` constants followed by the component or tool name.
+"""
+
+from __future__ import annotations
+
+# Rollout statistics (compute_step_metrics).
+REWARD_MEAN = "reward/mean"
+REWARD_STD = "reward/std"
+REWARD_GROUP_STD_MEAN = "reward/group_std_mean"  # mean within-group reward std: the echo-trap signal
+REWARD_ZERO_VARIANCE_FRAC = "reward/zero_variance_frac"  # groups whose rewards are all equal
+REWARD_COMPONENT_PREFIX = "reward/"  # reward/<component>, e.g. reward/correctness
+RESPONSE_LENGTH = "rollout/response_length"  # mean policy (sampled) tokens per trajectory
+RESPONSE_LENGTH_MAX = "rollout/response_length_max"
+TURNS = "rollout/turns"  # mean assistant turns per trajectory
+TRUNCATED_FRAC = "rollout/truncated_frac"  # trajectories that stopped at the length limit
+TOOL_CALLS_PER_TRAJ = "tools/calls_per_traj"
+TOOL_CALLS_PREFIX = "tools/calls/"  # tools/calls/<tool>: mean calls of that tool per trajectory
+TOOL_SUCCESS_RATE = "tools/success_rate"  # ok results / all results; absent when no tool was called
+TOOL_PARSE_ERROR_RATE = "tools/parse_error_rate"  # malformed calls / all calls
+FILTERED_FRAC = "filter/filtered_frac"  # groups dropped by the filters
+
+# Update statistics (the loss functions return these; the loop adds grad norm).
+LOSS_TOTAL = "loss/total"
+LOSS_POLICY = "loss/policy"
+LOSS_ENTROPY = "loss/entropy"  # mean entropy over policy tokens
+LOSS_KL = "loss/kl"  # mean KL to the reference over policy tokens
+LOSS_APPROX_KL = "loss/approx_kl"  # k3 KL between the sampling and the current policy
+LOSS_CLIPFRAC_LOW = "loss/clipfrac_low"
+LOSS_CLIPFRAC_HIGH = "loss/clipfrac_high"
+LOSS_CLIPFRAC_DUAL = "loss/clipfrac_dual"
+LOSS_VALUE = "loss/value"
+LOSS_VALUE_CLIPFRAC = "loss/value_clipfrac"
+LOSS_GRAD_NORM = "loss/grad_norm"
+
+# Throughput and time split (the loop).
+TOKENS_PER_S = "perf/tokens_per_s"
+TIME_GENERATION = "time/generation"
+TIME_TOOLS = "time/tools"
+TIME_UPDATE = "time/update"
+TIME_STEP = "time/step"
+
+STANDARD_KEYS = (
+    REWARD_MEAN,
+    REWARD_STD,
+    REWARD_GROUP_STD_MEAN,
+    REWARD_ZERO_VARIANCE_FRAC,
+    RESPONSE_LENGTH,
+    RESPONSE_LENGTH_MAX,
+    TURNS,
+    TRUNCATED_FRAC,
+    TOOL_CALLS_PER_TRAJ,
+    TOOL_SUCCESS_RATE,
+    TOOL_PARSE_ERROR_RATE,
+    FILTERED_FRAC,
+    LOSS_TOTAL,
+    LOSS_POLICY,
+    LOSS_ENTROPY,
+    LOSS_KL,
+    LOSS_APPROX_KL,
+    LOSS_CLIPFRAC_LOW,
+    LOSS_CLIPFRAC_HIGH,
+    LOSS_CLIPFRAC_DUAL,
+    LOSS_VALUE,
+    LOSS_VALUE_CLIPFRAC,
+    LOSS_GRAD_NORM,
+    TOKENS_PER_S,
+    TIME_GENERATION,
+    TIME_TOOLS,
+    TIME_UPDATE,
+    TIME_STEP,
+)
+
+
+def reward_component_key(component: str) -> str:
+    return f"{REWARD_COMPONENT_PREFIX}{component}"
+
+
+def tool_calls_key(tool: str) -> str:
+    return f"{TOOL_CALLS_PREFIX}{tool}"
