@@ -37,10 +37,11 @@ def policy_objective(
     mask: torch.Tensor,
     ref_logp: torch.Tensor | None = None,
     logits: torch.Tensor | None = None,
+    entropy: torch.Tensor | None = None,
     token_count: float | None = None,
     seq_count: float | None = None,
 ) -> LossOutput:
-    """All [B, T] aligned on response tokens; `logits` [B, T, V] only needed for entropy stats/bonus."""
+    """All [B, T] on response tokens; entropy from per-token `entropy` or from `logits` [B, T, V]."""
     agg_kwargs = {"token_count": token_count, "seq_count": seq_count, "norm_constant": config.norm_constant}
     out = clipped_surrogate(
         logp,
@@ -60,12 +61,14 @@ def policy_objective(
         kl = kl_penalty(logp, ref_logp, config.kl_kind, mask)
         loss = loss + config.kl_coef * aggregate(kl, mask, config.agg, **agg_kwargs)
         stats[keys.LOSS_KL] = float(masked_mean(kl.detach(), mask))
-    if logits is not None:
+    if entropy is None and logits is not None:
         entropy = entropy_from_logits(logits, mask)
+    if entropy is not None:
+        entropy = torch.where(mask > 0, entropy, 0.0)
         if config.entropy_coef:
             loss = loss - config.entropy_coef * aggregate(entropy, mask, config.agg, **agg_kwargs)
         stats[keys.LOSS_ENTROPY] = float(masked_mean(entropy.detach(), mask))
     elif config.entropy_coef:
-        raise ValueError("an entropy bonus needs the logits")
+        raise ValueError("an entropy bonus needs the logits or the per-token entropy")
     stats[keys.LOSS_TOTAL] = float(loss.detach())
     return LossOutput(loss, stats)

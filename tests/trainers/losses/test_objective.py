@@ -26,7 +26,7 @@ def test_objective_composes_hand_computed_terms():
         logits=torch.zeros(1, 2, 2),
     )
     expected = -1 + 0.5 * math.exp(-1) - 0.1 * math.log(2)
-    assert float(out.loss) == pytest.approx(expected)
+    assert out.loss.item() == pytest.approx(expected)
     assert out.stats[keys.LOSS_KL] == pytest.approx(math.exp(-1))
     assert out.stats[keys.LOSS_ENTROPY] == pytest.approx(math.log(2))
     assert out.stats[keys.LOSS_TOTAL] == pytest.approx(expected)
@@ -42,3 +42,19 @@ def test_kl_term_without_reference_is_an_error():
             advantages=torch.ones(1, 1),
             mask=torch.ones(1, 1),
         )
+
+
+def test_per_token_entropy_can_replace_logits():
+    # entropy 0.5 on the policy token, 99 on a masked one: bonus 0.1 * 0.5
+    config = PolicyLossConfig(entropy_coef=0.1)
+    zeros = torch.zeros(1, 2)
+    out = policy_objective(
+        config,
+        logp=zeros,
+        old_logp=zeros,
+        advantages=torch.tensor([[1.0, 0.0]]),
+        mask=torch.tensor([[1.0, 0.0]]),
+        entropy=torch.tensor([[0.5, 99.0]]),
+    )
+    assert out.loss.item() == pytest.approx(-1 - 0.05)
+    assert out.stats[keys.LOSS_ENTROPY] == pytest.approx(0.5)
