@@ -1,0 +1,105 @@
+"""Team pages: list and create teams, manage members (admins), switch the current team."""
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from workbench.accounts import selectors, services
+from workbench.accounts.access import get_scoped_or_404, role_at_least
+from workbench.accounts.forms import MembershipAddForm, MembershipRoleForm, TeamCreateForm
+from workbench.accounts.middleware import current_team_set
+from workbench.accounts.models import Membership, Role, Team
+
+
+def home(request):
+    return render(
+        request, "accounts/home.html", {"memberships": selectors.memberships_for_user(user=request.user)}
+    )
+
+
+def team_list(request):
+    form = TeamCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            team = services.team_create(name=form.cleaned_data["name"], creator=request.user)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            current_team_set(request, team)
+            messages.success(request, f"Team {team} created; you are its admin.")
+            return redirect("accounts:team_detail", pk=team.pk)
+    memberships = selectors.memberships_for_user(user=request.user)
+    return render(request, "accounts/team_list.html", {"memberships": memberships, "form": form})
+
+
+def team_detail(request, pk: int):
+    team = get_scoped_or_404(Team, request.user, pk)
+    role = selectors.role_for(user=request.user, team=team)
+    context = {
+        "team": team,
+        "role": role,
+        "is_admin": role_at_least(role, Role.ADMIN),
+        "memberships": selectors.team_memberships(team=team),
+        "add_form": MembershipAddForm(),
+        "roles": Role.choices,
+    }
+    return render(request, "accounts/team_detail.html", context)
+
+
+@require_POST
+def membership_add(request, pk: int):
+    team = get_scoped_or_404(Team, request.user, pk, min_role=Role.ADMIN)
+    form = MembershipAddForm(request.POST)
+    if form.is_valid():
+        _run_service(request, services.membership_add, actor=request.user, team=team, **form.cleaned_data)
+    else:
+        messages.error(request, "Give a username and a role.")
+    return redirect("accounts:team_detail", pk=team.pk)
+
+
+@require_POST
+def membership_change_role(request, pk: int):
+    membership = get_scoped_or_404(Membership, request.user, pk, min_role=Role.ADMIN)
+    form = MembershipRoleForm(request.POST)
+    if form.is_valid():
+        _run_service(
+            request,
+            services.membership_change_role,
+            actor=request.user,
+            membership=membership,
+            **form.cleaned_data,
+        )
+    return redirect("accounts:team_detail", pk=membership.team_id)
+
+
+@require_POST
+def membership_remove(request, pk: int):
+    membership = get_scoped_or_404(Membership, request.user, pk, min_role=Role.ADMIN)
+    _run_service(request, services.membership_remove, actor=request.user, membership=membership)
+    if membership.user_id == request.user.pk:
+        return redirect("accounts:team_list")
+    return redirect("accounts:team_detail", pk=membership.team_id)
+
+
+@require_POST
+def team_switch(request):
+    team = get_scoped_or_404(Team, request.user, request.POST.get("team"))
+    current_team_set(request, team)
+    next_url = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}, request.is_secure()):
+        next_url = reverse("home")
+    return HttpResponseRedirect(next_url)
+
+
+def _run_service(request, service, **kwargs) -> None:
+    try:
+        service(**kwargs)
+    except ValidationError as exc:
+        for message in exc.messages:
+            messages.error(request, message)
+    else:
+        messages.success(request, "Saved.")

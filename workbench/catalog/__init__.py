@@ -1,0 +1,1 @@
+"""Shared versioning base of the four catalog apps (datasets, tool schemas, prompt templates, rewards)."""

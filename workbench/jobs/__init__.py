@@ -1,0 +1,1 @@
+"""Background jobs: queues and routing, job progress rows, worker heartbeats and the status page."""

@@ -1,0 +1,60 @@
+"""Progress of a background job as the page sees it, and the heartbeats of live workers."""
+
+import uuid
+
+from django.db import models
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class JobProgress(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=50)  # e.g. "dataset_validate"
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    progress = models.FloatField(default=0.0)  # 0..1
+    message = models.CharField(max_length=500, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(progress__gte=0.0, progress__lte=1.0), name="jobs_progress_in_unit_range"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.status} {self.progress:.0%}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {JobStatus.SUCCEEDED, JobStatus.FAILED}
+
+    @property
+    def percent(self) -> int:
+        return round(self.progress * 100)
+
+
+class WorkerHeartbeat(models.Model):
+    """Written every few seconds by each worker; a row not refreshed within the TTL is a dead worker."""
+
+    hostname = models.CharField(max_length=255, unique=True)
+    queues = models.JSONField(default=list)
+    gpus = models.JSONField(default=list)  # [{"index": 0, "name": ..., "memory_gb": ...}]
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    last_seen = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["hostname"]
+
+    def __str__(self) -> str:
+        return self.hostname
