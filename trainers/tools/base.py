@@ -23,6 +23,17 @@ class ToolOutput:
     error: str | None = None
 
 
+class hybridmethod:
+    """Like classmethod, but binds to the instance when called on one, so a tool configured per
+    instance (the http tool's name and schema) reports its own spec while `Cls.spec()` still works."""
+
+    def __init__(self, func: Any) -> None:
+        self.func = func
+
+    def __get__(self, obj: Any, cls: type) -> Any:
+        return self.func.__get__(cls if obj is None else obj)
+
+
 class Tool(ABC):
     """Subclass, set the class attributes, implement `run`, and register with `@TOOLS.register`.
 
@@ -43,7 +54,7 @@ class Tool(ABC):
     async def run(self, arguments: dict[str, Any]) -> ToolOutput:
         """Execute the call with already-validated arguments."""
 
-    @classmethod
+    @hybridmethod
     def spec(cls) -> dict[str, Any]:
         """The OpenAI-style function spec shown to the model."""
         return {
@@ -51,7 +62,7 @@ class Tool(ABC):
             "function": {"name": cls.name, "description": cls.description, "parameters": cls.parameters},
         }
 
-    @classmethod
+    @hybridmethod
     def validation_error(cls, arguments: Any) -> str | None:
         """The JSON Schema validator's message for bad arguments, or None when they are valid."""
         try:
@@ -59,6 +70,10 @@ class Tool(ABC):
         except jsonschema.ValidationError as exc:
             where = "/".join(str(p) for p in exc.absolute_path)
             return f"invalid arguments for {cls.name}{' at ' + where if where else ''}: {exc.message}"
+        return None
+
+    async def close(self) -> None:
+        """Release what the tool holds (clients, environments); called once when its trajectory ends."""
         return None
 
     async def invoke(self, arguments: Any) -> ToolResult:

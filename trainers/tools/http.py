@@ -1,0 +1,65 @@
+"""A team's own tool behind an HTTP endpoint: arguments are POSTed as JSON; the body is the observation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from trainers.tools.base import TOOLS, Tool, ToolOutput
+
+
+@TOOLS.register("http")
+class HttpTool(Tool):
+    """Name, description and argument schema come from config, so one class serves any endpoint."""
+
+    name = "http"
+    description = "Call a remote tool over HTTP."
+    parameters: dict[str, Any] = {"type": "object"}
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        name: str = "http",
+        description: str = "Call a remote tool over HTTP.",
+        parameters: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        timeout_s: float | None = None,
+        max_chars: int = 4096,
+    ) -> None:
+        super().__init__(timeout_s=timeout_s)
+        self.url, self.headers, self.max_chars = url, headers or {}, max_chars
+        self.name, self.description = name, description
+        self.parameters = parameters or {"type": "object"}
+        self._client: Any = None
+
+    async def run(self, arguments: dict[str, Any]) -> ToolOutput:
+        import httpx
+
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self.headers)
+        try:
+            response = await self._client.post(self.url, json=arguments)
+        except httpx.TimeoutException:
+            return ToolOutput(
+                False, "", f"{self.name}: the endpoint did not answer within {self.timeout_s:g}s"
+            )
+        except httpx.HTTPError as exc:
+            return ToolOutput(False, "", f"{self.name}: request failed: {type(exc).__name__}: {exc}")
+        body = _body_text(response)[: self.max_chars]
+        if response.is_success:
+            return ToolOutput(True, body)
+        return ToolOutput(False, "", f"{self.name}: HTTP {response.status_code}: {body[:500]}")
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def _body_text(response: Any) -> str:
+    """JSON bodies are re-serialised compactly; anything else is passed through as text."""
+    try:
+        return json.dumps(response.json(), ensure_ascii=False)
+    except ValueError:
+        return response.text
