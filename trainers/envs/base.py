@@ -1,0 +1,82 @@
+"""Stateful text environments for multi-turn RL (RAGEN/StarPO): actions in, text grids and rewards out."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from trainers.registry import Registry
+
+MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
+
+
+class Environment(ABC):
+    """reset() picks a level from a dataset row's `initial_state` (or a seed); step() applies one action.
+
+    `state_hash()` identifies the exact state, so GiGPO can group steps that acted from the same state.
+    """
+
+    name: ClassVar[str]
+    actions: ClassVar[tuple[str, ...]] = tuple(MOVES)
+    legend: ClassVar[str]
+
+    def __init__(self, *, max_steps: int = 20, **level_defaults: Any) -> None:
+        self.max_steps = max_steps
+        self.level_defaults = level_defaults
+        self.steps = 0
+        self.done = False
+        self.last_reward = 0.0
+        self.total_reward = 0.0
+
+    def reset(self, initial_state: dict[str, Any] | None = None, seed: int | None = None) -> str:
+        """Start a level: `initial_state` may give a literal `grid`, or generation params and a `seed`."""
+        params = {**self.level_defaults, **(initial_state or {})}
+        level_seed = params.pop("seed", seed)
+        grid = params.pop("grid", None)
+        if grid is not None:
+            self._load([list(row) for row in grid])
+        else:
+            self._generate(random.Random(level_seed), **params)
+        self.steps, self.done, self.last_reward, self.total_reward = 0, False, 0.0, 0.0
+        return self.observation()
+
+    def step(self, action: str) -> tuple[str, float, bool]:
+        """Apply one action; returns (observation, reward, done)."""
+        if self.done:
+            raise ValueError("the episode is over; no more actions are accepted")
+        if action not in self.actions:
+            raise ValueError(f"unknown action {action!r}; use one of {', '.join(self.actions)}")
+        reward, finished = self._apply(action)
+        self.steps += 1
+        self.done = finished or self.steps >= self.max_steps
+        self.last_reward = reward
+        self.total_reward += reward
+        return self.observation(), reward, self.done
+
+    def observation(self) -> str:
+        return "\n".join("".join(row) for row in self.render())
+
+    def state_hash(self) -> str:
+        """A stable hash of the exact state (the rendered grid encodes every position)."""
+        return hashlib.sha256(f"{self.name}\n{self.observation()}".encode()).hexdigest()[:16]
+
+    @abstractmethod
+    def _generate(self, rng: random.Random, **params: Any) -> None:
+        """Make a solvable level from the seeded generator."""
+
+    @abstractmethod
+    def _load(self, grid: list[list[str]]) -> None:
+        """Take a literal level in the rendered symbols."""
+
+    @abstractmethod
+    def _apply(self, action: str) -> tuple[float, bool]:
+        """Change the state; returns (reward, episode finished)."""
+
+    @abstractmethod
+    def render(self) -> list[list[str]]:
+        """The state as a grid of symbols (see `legend`)."""
+
+
+ENVIRONMENTS: Registry[type[Environment]] = Registry("environment")

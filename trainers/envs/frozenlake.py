@@ -1,0 +1,83 @@
+"""FrozenLake as in RAGEN: walk from the start to the goal without falling into a hole."""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from typing import Any
+
+from trainers.envs.base import ENVIRONMENTS, MOVES, Environment
+
+Cell = tuple[int, int]
+
+
+def has_path(holes: set[Cell], size: int, start: Cell, goal: Cell) -> bool:
+    """Breadth-first search over frozen cells: is the goal reachable from the start?"""
+    seen, frontier = {start}, deque([start])
+    while frontier:
+        r, c = frontier.popleft()
+        if (r, c) == goal:
+            return True
+        for dr, dc in MOVES.values():
+            nxt = (r + dr, c + dc)
+            if 0 <= nxt[0] < size and 0 <= nxt[1] < size and nxt not in holes and nxt not in seen:
+                seen.add(nxt)
+                frontier.append(nxt)
+    return False
+
+
+@ENVIRONMENTS.register("frozenlake")
+class FrozenLake(Environment):
+    """Reward 1 on reaching the goal; falling into a hole ends the episode with 0. `slip_prob` moves
+    the player sideways with that probability (Gym's slippery ice), drawn from the level's seed."""
+
+    name = "frozenlake"
+    legend = "P player, _ frozen ice, O hole, G goal, X player in a hole, W player on the goal"
+
+    def __init__(self, *, max_steps: int = 20, slip_prob: float = 0.0, **level_defaults: Any) -> None:
+        super().__init__(max_steps=max_steps, **{"size": 4, "p_frozen": 0.8, **level_defaults})
+        self.slip_prob = slip_prob
+        self.rng = random.Random(0)
+
+    def _generate(self, rng: random.Random, *, size: int = 4, p_frozen: float = 0.8) -> None:
+        self.rng = rng
+        cells = [(r, c) for r in range(size) for c in range(size)]
+        while True:  # Gym's generate_random_map: resample until BFS finds a path
+            start, goal = rng.sample(cells, 2)
+            holes = {cell for cell in cells if cell not in (start, goal) and rng.random() > p_frozen}
+            if has_path(holes, size, start, goal):
+                break
+        self.size, self.holes, self.goal, self.player = size, holes, goal, start
+
+    def _load(self, grid: list[list[str]]) -> None:
+        self.size = len(grid)
+        self.holes = set()
+        for r, row in enumerate(grid):
+            for c, sym in enumerate(row):
+                if sym in "OX":
+                    self.holes.add((r, c))
+                if sym in "GW":
+                    self.goal = (r, c)
+                if sym in "PXW":
+                    self.player = (r, c)
+
+    def _apply(self, action: str) -> tuple[float, bool]:
+        if self.slip_prob and self.rng.random() < self.slip_prob:
+            sideways = ["left", "right"] if action in ("up", "down") else ["up", "down"]
+            action = self.rng.choice(sideways)
+        dr, dc = MOVES[action]
+        r, c = self.player[0] + dr, self.player[1] + dc
+        if 0 <= r < self.size and 0 <= c < self.size:
+            self.player = (r, c)
+        if self.player == self.goal:
+            return 1.0, True
+        return 0.0, self.player in self.holes
+
+    def render(self) -> list[list[str]]:
+        grid = [["_"] * self.size for _ in range(self.size)]
+        for r, c in self.holes:
+            grid[r][c] = "O"
+        grid[self.goal[0]][self.goal[1]] = "G"
+        r, c = self.player
+        grid[r][c] = {"O": "X", "G": "W"}.get(grid[r][c], "P")
+        return grid

@@ -1,0 +1,119 @@
+"""Sokoban as in RAGEN: push every box onto a target. Levels are made by playing backwards from a
+solved state (pulling boxes off their targets, as gym-sokoban does), so every level is solvable."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from trainers.envs.base import ENVIRONMENTS, MOVES, Environment
+
+Cell = tuple[int, int]
+STEP_PENALTY, BOX_ON, BOX_OFF, SOLVED = -0.1, 1.0, -1.0, 10.0  # gym-sokoban's reward scheme
+
+
+@ENVIRONMENTS.register("sokoban")
+class Sokoban(Environment):
+    """Rewards per step: -0.1, +1 for a box pushed onto a target, -1 off one, +10 when all are placed."""
+
+    name = "sokoban"
+    legend = "# wall, _ floor, O target, X box, √ box on target, P player, S player on target"
+
+    def __init__(self, *, max_steps: int = 40, **level_defaults: Any) -> None:
+        super().__init__(
+            max_steps=max_steps, **{"size": 6, "num_boxes": 1, "reverse_steps": 60, **level_defaults}
+        )
+
+    # --- level generation ----------------------------------------------------------------------
+    def _generate(
+        self, rng: random.Random, *, size: int = 6, num_boxes: int = 1, reverse_steps: int = 60
+    ) -> None:
+        for _ in range(1000):
+            floor = self._carve_room(rng, size)
+            if len(floor) < num_boxes + 2:
+                continue
+            cells = sorted(floor)
+            targets = set(rng.sample(cells, num_boxes))
+            player = rng.choice([c for c in cells if c not in targets])
+            self.shape, self.floor, self.targets = (size, size), floor, targets
+            best = max((self._play_backwards(rng, player, reverse_steps) for _ in range(8)), key=self._spread)
+            if self._spread(best) > 0:
+                self.boxes, self.player = best
+                return
+        raise RuntimeError("could not generate a Sokoban level; try a larger size or fewer boxes")
+
+    @staticmethod
+    def _carve_room(rng: random.Random, size: int) -> set[Cell]:
+        """A random walk inside the border walls; the cells it visits are floor."""
+        r, c = rng.randrange(1, size - 1), rng.randrange(1, size - 1)
+        floor = {(r, c)}
+        for _ in range(size * size):
+            dr, dc = rng.choice(list(MOVES.values()))
+            if 1 <= r + dr < size - 1 and 1 <= c + dc < size - 1:
+                r, c = r + dr, c + dc
+                floor.add((r, c))
+        return floor
+
+    def _play_backwards(self, rng: random.Random, player: Cell, steps: int) -> tuple[set[Cell], Cell]:
+        """Reverse moves: step away, maybe pulling the box behind; each is a legal forward push."""
+        boxes = set(self.targets)
+        for _ in range(steps):
+            dr, dc = rng.choice(list(MOVES.values()))
+            r, c = player
+            ahead, behind = (r + dr, c + dc), (r - dr, c - dc)
+            if ahead not in self.floor or ahead in boxes:
+                continue
+            if behind in boxes and rng.random() < 0.8:
+                boxes.remove(behind)
+                boxes.add((r, c))
+            player = ahead
+        return boxes, player
+
+    def _spread(self, candidate: tuple[set[Cell], Cell]) -> int:
+        """How far the boxes ended from the targets (gym-sokoban keeps the hardest reverse play)."""
+        boxes = candidate[0]
+        return sum(min(abs(b[0] - t[0]) + abs(b[1] - t[1]) for t in self.targets) for b in boxes)
+
+    def _load(self, grid: list[list[str]]) -> None:
+        self.shape = (len(grid), max(len(row) for row in grid))
+        self.floor, self.targets, self.boxes = set(), set(), set()
+        for r, row in enumerate(grid):
+            for c, sym in enumerate(row):
+                if sym != "#":
+                    self.floor.add((r, c))
+                if sym in "O√S":
+                    self.targets.add((r, c))
+                if sym in "X√":
+                    self.boxes.add((r, c))
+                if sym in "PS":
+                    self.player = (r, c)
+
+    # --- play -------------------------------------------------------------------------------------
+    def _apply(self, action: str) -> tuple[float, bool]:
+        dr, dc = MOVES[action]
+        r, c = self.player
+        ahead, beyond = (r + dr, c + dc), (r + 2 * dr, c + 2 * dc)
+        reward = STEP_PENALTY
+        if ahead not in self.floor:
+            return reward, False
+        if ahead in self.boxes:
+            if beyond not in self.floor or beyond in self.boxes:
+                return reward, False
+            self.boxes.remove(ahead)
+            self.boxes.add(beyond)
+            reward += (beyond in self.targets) * BOX_ON + (ahead in self.targets) * BOX_OFF
+        self.player = ahead
+        solved = self.boxes == self.targets
+        return reward + (SOLVED if solved else 0.0), solved
+
+    def render(self) -> list[list[str]]:
+        grid = [["#"] * self.shape[1] for _ in range(self.shape[0])]
+        for r, c in self.floor:
+            grid[r][c] = "_"
+        for r, c in self.targets:
+            grid[r][c] = "O"
+        for r, c in self.boxes:
+            grid[r][c] = "√" if (r, c) in self.targets else "X"
+        r, c = self.player
+        grid[r][c] = "S" if (r, c) in self.targets else "P"
+        return grid
