@@ -1,0 +1,178 @@
+"""SFT warm start on expert trajectories (ReTool's SFT-then-RL recipe), masked exactly like RL.
+
+An expert file is JSONL; each line has `messages` (user, assistant with optional `tool_calls`, tool,
+assistant...). Each message is rendered with the run's chat template and tokenized on its own, so the
+result is a `Trajectory` with the same turns as a rollout: only assistant tokens have loss mask 1.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainers.templates.base import ChatTemplate
+from trainers.training.policy import collate, forward_policy
+from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
+
+
+def render_call(call: dict[str, Any]) -> str:
+    """A call in the ChatML tool format of methods.md §1.1 (OpenAI `function` wrappers accepted)."""
+    parsed = _call(call)
+    body = json.dumps({"name": parsed.name, "arguments": parsed.arguments}, ensure_ascii=False)
+    return f"<tool_call>\n{body}\n</tool_call>"
+
+
+def _call(call: dict[str, Any]) -> ToolCall:
+    fn = call.get("function", call)
+    arguments = fn.get("arguments", {})
+    return ToolCall(fn["name"], json.loads(arguments) if isinstance(arguments, str) else arguments)
+
+
+def assistant_text(message: dict[str, Any]) -> str:
+    """The text the policy should produce: content, then its calls (unless the content holds them)."""
+    content = message.get("content") or ""
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return content
+    rendered = "\n".join(render_call(c) for c in calls)
+    return f"{content}\n{rendered}" if content else rendered
+
+
+def _turn(role: str, text: str, tokenizer: Any, extra_ids: Sequence[int] = ()) -> Turn:
+    ids = tokenizer.encode(text, add_special_tokens=False) + list(extra_ids)
+    mask = 1 if role == "assistant" else 0
+    return Turn(role=role, text=text, token_ids=ids, loss_mask=[mask] * len(ids))
+
+
+def render_expert(
+    messages: Sequence[dict[str, Any]],
+    *,
+    template: ChatTemplate,
+    tokenizer: Any,
+    tools: list[dict],
+    uid: str = "expert",
+) -> Trajectory:
+    """An expert conversation as a Trajectory: prompt, assistant turns (mask 1), glue and tool turns (0)."""
+    system = [m for m in messages if m["role"] == "system"]
+    rest = [m for m in messages if m["role"] != "system"]
+    if not rest or rest[0]["role"] != "user":
+        raise ValueError("an expert conversation starts with a user message")
+    del system  # the template writes its own system prompt from the tool specs
+    prompt = template.render_prompt(question=rest[0]["content"], tools=tools)
+    turns = [_turn("prompt", prompt, tokenizer)]
+    i = 1
+    while i < len(rest):
+        message = rest[i]
+        if message["role"] != "assistant":
+            raise ValueError(f"message {i}: expected an assistant message, got {message['role']!r}")
+        text = assistant_text(message)
+        last = i == len(rest) - 1
+        # The final turn ends with end-of-sequence, which the policy must learn to sample.
+        turns.append(_turn("assistant", text, tokenizer, [tokenizer.eos_token_id] if last else ()))
+        turns[-1].tool_calls = [_call(c) for c in message.get("tool_calls") or []]
+        i += 1
+        results = []
+        while i < len(rest) and rest[i]["role"] == "tool":
+            results.append(ToolResult(name=rest[i].get("name", ""), ok=True, output=str(rest[i]["content"])))
+            i += 1
+        if results:
+            turns.append(_turn("tool", template.render_tool_responses(results), tokenizer))
+            turns[-2].tool_results = results
+        elif i < len(rest) and rest[i]["role"] == "user":
+            turns.append(_turn("glue", template.render_notice(rest[i]["content"]), tokenizer))
+            i += 1
+    return Trajectory(uid=uid, group_id=uid, turns=turns)
+
+
+def load_experts(path: str | Path) -> list[dict[str, Any]]:
+    """Expert records from JSONL; each has `messages` and optionally `answer` or other fields."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def sft_loss(model: torch.nn.Module, trajectories: Sequence[Trajectory], pad_token_id: int) -> torch.Tensor:
+    """Token-mean cross-entropy over assistant tokens only (tool output and glue never count)."""
+    batch = collate(trajectories, pad_token_id)
+    out = forward_policy(model, batch, with_entropy=False)
+    return -out.logprobs.sum() / batch.response_mask.sum().clamp(min=1)
+
+
+@dataclass
+class SFTResult:
+    steps: int
+    seconds: float
+    final_loss: float
+
+
+def sft_train(
+    model: torch.nn.Module,
+    examples: Sequence[Trajectory],
+    *,
+    pad_token_id: int,
+    steps: int,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+    warmup_steps: int = 20,
+    weight_decay: float = 0.0,
+    max_seconds: float | None = None,
+    seed: int = 0,
+    should_stop: Callable[[], bool] | None = None,
+    on_step: Callable[[int, dict[str, float]], None] | None = None,
+) -> SFTResult:
+    """AdamW with linear warmup and cosine decay over `steps`; stops early at `max_seconds`."""
+    rng = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _warmup_cosine(s, warmup_steps, steps))
+    model.train()
+    start, loss_value, step = time.perf_counter(), float("nan"), 0
+    order: list[int] = []
+    for step in range(1, steps + 1):
+        if len(order) < batch_size:
+            order += rng.sample(range(len(examples)), len(examples))  # epochs of reshuffled examples
+        batch, order = [examples[j] for j in order[:batch_size]], order[batch_size:]
+        loss = sft_loss(model, batch, pad_token_id)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        loss_value = float(loss)
+        if on_step is not None:
+            on_step(
+                step,
+                {
+                    "sft/loss": loss_value,
+                    "sft/grad_norm": float(grad_norm),
+                    "sft/lr": scheduler.get_last_lr()[0],
+                },
+            )
+        elapsed = time.perf_counter() - start
+        if (max_seconds is not None and elapsed > max_seconds) or (should_stop is not None and should_stop()):
+            break
+    model.eval()
+    return SFTResult(steps=step, seconds=time.perf_counter() - start, final_loss=loss_value)
+
+
+def _warmup_cosine(step: int, warmup: int, total: int) -> float:
+    import math
+
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))  # decays to a tenth, not to zero
+
+
+def render_experts(
+    records: Iterable[dict[str, Any]], *, template: ChatTemplate, tokenizer: Any, tools: list[dict]
+) -> list[Trajectory]:
+    return [
+        render_expert(r["messages"], template=template, tokenizer=tokenizer, tools=tools, uid=f"expert-{i}")
+        for i, r in enumerate(records)
+    ]
