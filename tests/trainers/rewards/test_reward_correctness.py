@@ -1,0 +1,68 @@
+import pytest
+from pydantic import ValidationError
+
+from trainers.rewards import REWARDS, RewardContext
+from trainers.rewards.correctness import CorrectnessParams, _sympy_equal, answers_match, predicted_answer
+
+CTX = RewardContext()
+
+
+def score(traj, **params):
+    return REWARDS.get("correctness")(**params).score(traj, CTX)
+
+
+def test_math_mode_accepts_equivalent_forms(make_traj):
+    assert score(make_traj(final_answer="0.5", ground_truth={"answer": "\\frac{1}{2}"})) == 1.0
+
+
+def test_math_mode_rejects_a_different_value(make_traj):
+    assert score(make_traj(final_answer="3", ground_truth={"answer": "4"})) == 0.0
+
+
+def test_math_mode_reads_expressions_not_their_first_number():
+    assert answers_match("1+x", "x+1", CorrectnessParams())
+    assert not answers_match("1+x", "1", CorrectnessParams())
+
+
+def test_missing_answer_scores_incorrect_value(make_traj):
+    assert score(make_traj("no answer here", {"answer": "4"}), incorrect=-1.0) == -1.0
+
+
+def test_answer_falls_back_to_last_boxed_then_answer_tag(make_traj):
+    assert predicted_answer(make_traj("first \\boxed{1} then \\boxed{2}")) == "2"
+    assert predicted_answer(make_traj("<answer>7</answer>")) == "7"
+
+
+def test_exact_mode_ignores_case_and_spacing_unless_asked(make_traj):
+    traj = make_traj(final_answer="  New   York ", ground_truth={"answer": "new york"})
+    assert score(traj, mode="exact") == 1.0
+    assert score(traj, mode="exact", case_sensitive=True) == 0.0
+
+
+def test_numeric_mode_uses_the_tolerance(make_traj):
+    traj = make_traj(final_answer="3.1416", ground_truth={"answer": "3.14159"})
+    assert score(traj, mode="numeric", rel_tol=1e-4) == 1.0
+    assert score(traj, mode="numeric", rel_tol=1e-7) == 0.0
+
+
+def test_numeric_mode_reads_fractions_and_thousands_separators():
+    params = CorrectnessParams(mode="numeric")
+    assert answers_match("1/4", "0.25", params)
+    assert answers_match("1,000", "1000", params)
+
+
+def test_sympy_fallback_proves_algebraic_equality():
+    assert _sympy_equal("(x+1)^2", "x^2 + 2*x + 1")
+    assert not _sympy_equal("(x+1)^2", "x^2 + 1")
+
+
+def test_sympy_fallback_refuses_code():
+    assert not _sympy_equal("__import__('os').getcwd()", "1")
+    assert not _sympy_equal("exit()", "exit()")
+
+
+def test_bad_params_are_rejected():
+    with pytest.raises(ValidationError, match="mode"):
+        REWARDS.get("correctness")(mode="fuzzy")
+    with pytest.raises(ValidationError, match="tolerance_x"):
+        REWARDS.get("correctness")(tolerance_x=1)

@@ -1,0 +1,18 @@
+"""Composable rewards: a registry of components and weighted, scheduled definitions over them."""
+
+from trainers.rewards import (  # noqa: F401  (each import registers its component)
+    artist,
+    correctness,
+    env,
+    format,
+    otc,
+    overlong,
+    tool_n1,
+    toolrl,
+    torl,
+)
+from trainers.rewards.base import REWARDS, RewardComponent, RewardContext
+from trainers.rewards.composite import ComponentSpec, RewardDefinition
+from trainers.rewards.sample import score_text
+
+__all__ = ["REWARDS", "ComponentSpec", "RewardComponent", "RewardContext", "RewardDefinition", "score_text"]

@@ -1,0 +1,62 @@
+"""The reward component protocol: validated parameters, a per-trajectory score, a per-group score."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from trainers.registry import Registry
+from trainers.trajectory import Trajectory
+
+
+@dataclass(frozen=True)
+class RewardContext:
+    """What a reward may know besides the trajectory: the training step and the run's template."""
+
+    step: int = 0
+    total_steps: int | None = None
+    template: str | None = None
+
+
+class NoParams(BaseModel):
+    """Parameters of a component that takes none; unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class RewardComponent(ABC):
+    """Subclass, set `name` and `Params`, implement `score`, register with `@REWARDS.register(name)`.
+
+    Parameters are validated on construction, so a bad reward definition fails before a run starts.
+    """
+
+    name: ClassVar[str]
+    Params: ClassVar[type[BaseModel]] = NoParams
+
+    def __init__(self, **params: Any) -> None:
+        self.params = self.Params(**params)
+
+    @abstractmethod
+    def score(self, trajectory: Trajectory, ctx: RewardContext) -> float:
+        """The raw (unweighted) reward of one trajectory."""
+
+    def score_group(self, trajectories: Sequence[Trajectory], ctx: RewardContext) -> list[float]:
+        """Scores of the samples of one prompt; components that compare samples override this."""
+        return [self.score(t, ctx) for t in trajectories]
+
+    def parts(self, trajectory: Trajectory, ctx: RewardContext) -> dict[str, float]:
+        """Named sub-scores recorded next to the total (e.g. ARTIST's answer, format, tool ratio)."""
+        del trajectory, ctx  # most components have no sub-scores
+        return {}
+
+
+REWARDS: Registry[type[RewardComponent]] = Registry("reward component")
+
+
+def assistant_text(trajectory: Trajectory) -> str:
+    """The policy's own text (assistant turns only, no tool output or template glue)."""
+    return "".join(t.text for t in trajectory.assistant_turns)

@@ -1,0 +1,42 @@
+"""Tool calls as plain dicts, for rewards that compare predicted calls with ground-truth calls."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from trainers.trajectory import ToolCall, Trajectory, Turn
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call reduced to what the rewards compare: the tool name and its arguments."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+def ground_truth_calls(ground_truth: dict[str, Any], key: str = "tool_calls") -> list[Call]:
+    """Ground-truth calls from `ground_truth[key]`: a list (or JSON list) of {name, arguments|parameters}."""
+    raw = ground_truth.get(key) or []
+    if isinstance(raw, str):
+        raw = json.loads(raw)
+    if isinstance(raw, dict):
+        raw = [raw]
+    # ToolRL's data names the arguments "parameters"; OpenAI-style data names them "arguments"
+    return [Call(str(c["name"]), dict(c.get("arguments", c.get("parameters")) or {})) for c in raw]
+
+
+def predicted_calls(calls: list[ToolCall]) -> list[Call]:
+    return [Call(c.name, dict(c.arguments)) for c in calls]
+
+
+def any_malformed(calls: list[ToolCall]) -> bool:
+    return any(c.parse_error is not None for c in calls)
+
+
+def first_assistant_turn(trajectory: Trajectory) -> Turn | None:
+    """The turn scored by single-step tool-call rewards (ToolRL, Tool-N1 split tasks into single steps)."""
+    turns = trajectory.assistant_turns
+    return turns[0] if turns else None
