@@ -1,0 +1,80 @@
+"""Fixtures for the runs app: a team with a member, another team, and runs owned by each."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
+from workbench.accounts.models import Membership, Role, Team
+from workbench.runs.models import Run
+
+
+@pytest.fixture
+def team(db):
+    return Team.objects.create(name="alpha")
+
+
+@pytest.fixture
+def other_team(db):
+    return Team.objects.create(name="beta")
+
+
+@pytest.fixture
+def member(team, django_user_model):
+    user = django_user_model.objects.create_user(username="ada", password="pw-ada-123")
+    Membership.objects.create(user=user, team=team, role=Role.MEMBER)
+    return user
+
+
+@pytest.fixture
+def outsider(other_team, django_user_model):
+    user = django_user_model.objects.create_user(username="eve", password="pw-eve-123")
+    Membership.objects.create(user=user, team=other_team, role=Role.MEMBER)
+    return user
+
+
+@pytest.fixture
+def run(team, member):
+    return Run.objects.create(team=team, created_by=member, name="demo", config={"algorithm": "grpo"})
+
+
+@pytest.fixture
+def other_run(other_team, outsider):
+    return Run.objects.create(team=other_team, created_by=outsider, name="theirs", config={})
+
+
+@pytest.fixture
+def make_trajectory():
+    return build_trajectory
+
+
+def build_trajectory(
+    group: str = "g0",
+    sample: int = 0,
+    reward: float = 1.0,
+    *,
+    tools: tuple[str, ...] = ("calculator",),
+    failed: int = 0,
+    text: str = "The answer is 4.",
+    correct: bool | None = True,
+) -> Trajectory:
+    """A small two-turn tool-using trajectory with controllable filter columns."""
+    calls = [ToolCall(name=name, arguments={"expression": "2+2"}) for name in tools]
+    results = [ToolResult(name=c.name, ok=i >= failed, output="4") for i, c in enumerate(calls)]
+    turns = [
+        Turn(role="prompt", text="What is 2+2?", token_ids=[1, 2, 3], loss_mask=[0, 0, 0]),
+        Turn(role="assistant", text="<tool_call>", token_ids=[4, 5], loss_mask=[1, 1], tool_calls=calls),
+        Turn(role="tool", text="4", token_ids=[6], loss_mask=[0], tool_results=results),
+        Turn(role="assistant", text=text, token_ids=[7, 8, 9], loss_mask=[1, 1, 1]),
+    ]
+    metadata = {} if correct is None else {"correct": correct}
+    return Trajectory(
+        uid=f"{group}-{sample}",
+        group_id=group,
+        sample_index=sample,
+        turns=turns,
+        final_answer=text,
+        reward=reward,
+        metadata=metadata,
+        ground_truth={"answer": "4"},
+    )

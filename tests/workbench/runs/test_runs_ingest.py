@@ -1,0 +1,70 @@
+"""Ingest services: batched upserts keyed by (run, step, key) never duplicate."""
+
+from __future__ import annotations
+
+import math
+
+from workbench.runs.ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
+from workbench.runs.models import Alert, MetricPoint, TrajectoryRecord
+
+
+def test_retried_metric_batch_does_not_duplicate(run):
+    batch = [(0, "reward/mean", 0.1), (1, "reward/mean", 0.2), (1, "entropy", 1.5)]
+    metrics_ingest(run_id=run.id, points=batch)
+    metrics_ingest(run_id=run.id, points=batch)
+    assert MetricPoint.objects.filter(run=run).count() == 3
+
+
+def test_replayed_step_overwrites_value(run):
+    metrics_ingest(run_id=run.id, points=[(5, "loss", 1.0)])
+    metrics_ingest(run_id=run.id, points=[(5, "loss", 0.5)])
+    assert list(MetricPoint.objects.filter(run=run).values_list("value", flat=True)) == [0.5]
+
+
+def test_non_finite_values_are_dropped(run):
+    written = metrics_ingest(run_id=run.id, points=[(0, "a", math.nan), (0, "b", math.inf), (0, "c", 2.0)])
+    assert written == 1
+    assert list(MetricPoint.objects.filter(run=run).values_list("key", flat=True)) == ["c"]
+
+
+def test_last_step_never_moves_backwards(run):
+    metrics_ingest(run_id=run.id, points=[(10, "a", 1.0)])
+    metrics_ingest(run_id=run.id, points=[(3, "a", 1.0)])
+    run.refresh_from_db()
+    assert run.last_step == 10
+
+
+def test_retried_trajectory_batch_does_not_duplicate(run, make_trajectory):
+    batch = {2: [make_trajectory("g0", 0), make_trajectory("g0", 1), make_trajectory("g1", 0)]}
+    trajectories_ingest(run_id=run.id, batches=batch)
+    trajectories_ingest(run_id=run.id, batches=batch)
+    assert TrajectoryRecord.objects.filter(run=run).count() == 3
+
+
+def test_trajectory_summary_columns(run, make_trajectory):
+    traj = make_trajectory("g7", 3, reward=-0.5, tools=("calculator", "python"), failed=1, correct=False)
+    trajectories_ingest(run_id=run.id, batches={4: [traj]})
+    rec = TrajectoryRecord.objects.get(run=run)
+    assert (rec.key, rec.group_id, rec.sample_index, rec.step) == ("g7/3", "g7", 3, 4)
+    assert (rec.reward, rec.correct, rec.num_turns, rec.length) == (-0.5, False, 2, 6)
+    assert (rec.num_tool_calls, rec.num_failed_calls) == (2, 1)
+    assert rec.tool_counts == {"calculator": 1, "python": 1}
+    assert rec.data["turns"][3]["text"] == "The answer is 4."
+
+
+def test_checkpoint_moves_resume_point(run):
+    checkpoint_record(run_id=run.id, step=20, path="/tmp/ckpt-20")
+    checkpoint_record(run_id=run.id, step=20, path="/tmp/ckpt-20")
+    run.refresh_from_db()
+    assert run.last_checkpoint_step == 20
+    assert run.checkpoints.count() == 1
+
+
+def test_alerts_are_idempotent_by_step_and_rule(run):
+    alert = {"step": 30, "rule": "reward_std_collapse", "evidence": {"ratio": 0.12}, "severity": "critical"}
+    alerts_record(run_id=run.id, alerts=[alert])
+    alerts_record(run_id=run.id, alerts=[alert])
+    stored = Alert.objects.get(run=run)
+    assert (stored.step, stored.rule, stored.evidence, stored.severity) == (
+        30, "reward_std_collapse", {"ratio": 0.12}, "critical"
+    )  # fmt: skip

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class RunsConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "workbench.runs"
+    label = "runs"
+    verbose_name = "Runs"

@@ -1,0 +1,149 @@
+"""Services that write what a worker streams back: batched, idempotent upserts keyed by (run, step, key)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
+
+from trainers.trajectory import Trajectory
+
+from .models import Alert, AlertSeverity, Checkpoint, MetricPoint, Run, TrajectoryRecord
+from .rollups import rollups_refresh
+
+MetricTriple = tuple[int, str, float]
+
+
+def _finite_points(points: Iterable[MetricTriple]) -> dict[tuple[str, int], float]:
+    """Last value wins inside a batch; NaN/inf are dropped because charts and min/max cannot use them."""
+    out: dict[tuple[str, int], float] = {}
+    for step, key, value in points:
+        value = float(value)
+        if math.isfinite(value):
+            out[(key, int(step))] = value
+    return out
+
+
+def _advance_run(run_id: int, step: int) -> None:
+    """Move the run's high-water step and heartbeat forward (never backwards on a replayed batch)."""
+    Run.objects.filter(pk=run_id).update(
+        last_step=Greatest(Coalesce(F("last_step"), Value(step)), Value(step)), heartbeat_at=timezone.now()
+    )
+
+
+@transaction.atomic
+def metrics_ingest(*, run_id: int, points: Iterable[MetricTriple]) -> int:
+    """Upsert (step, key, value) points and refresh the chart pyramid; returns how many were written."""
+    values = _finite_points(points)
+    if not values:
+        return 0
+    MetricPoint.objects.bulk_create(
+        [MetricPoint(run_id=run_id, key=key, step=step, value=v) for (key, step), v in values.items()],
+        batch_size=5000,
+        update_conflicts=True,
+        unique_fields=["run", "key", "step"],
+        update_fields=["value"],
+    )
+    steps = [step for _, step in values]
+    keys = sorted({key for key, _ in values})
+    rollups_refresh(run_id=run_id, keys=keys, step_lo=min(steps), step_hi=max(steps))
+    _advance_run(run_id, max(steps))
+    return len(values)
+
+
+def _correct(traj: Trajectory) -> bool | None:
+    """Whether the answer was right: the trainer's own verdict, else the correctness reward's sign."""
+    verdict = traj.metadata.get("correct")
+    if isinstance(verdict, bool):
+        return verdict
+    if "correctness" in traj.rewards:
+        return traj.rewards["correctness"] > 0
+    return None
+
+
+def trajectory_record(*, run_id: int, step: int, traj: Trajectory) -> TrajectoryRecord:
+    """The row for one trajectory: indexed summary columns plus the full record."""
+    return TrajectoryRecord(
+        run_id=run_id,
+        step=step,
+        key=f"{traj.group_id}/{traj.sample_index}",
+        group_id=traj.group_id[:160],
+        sample_index=traj.sample_index,
+        reward=float(traj.reward) if math.isfinite(traj.reward) else 0.0,
+        advantage=traj.advantage,
+        correct=_correct(traj),
+        num_turns=len(traj.assistant_turns),
+        num_tool_calls=traj.num_tool_calls,
+        num_failed_calls=traj.num_failed_calls,
+        length=len(traj.response_token_ids),
+        tool_counts=traj.tool_calls_by_name(),
+        final_answer=(traj.final_answer or "")[:300],
+        data=traj.to_dict(),
+    )
+
+
+TRAJECTORY_FIELDS = [
+    "group_id", "sample_index", "reward", "advantage", "correct", "num_turns", "num_tool_calls",
+    "num_failed_calls", "length", "tool_counts", "final_answer", "data",
+]  # fmt: skip
+
+
+@transaction.atomic
+def trajectories_ingest(*, run_id: int, batches: Mapping[int, Sequence[Trajectory]]) -> int:
+    """Upsert trajectories by (run, step, group/sample); a replayed step replaces its rows."""
+    records = [
+        trajectory_record(run_id=run_id, step=step, traj=traj)
+        for step, trajs in batches.items()
+        for traj in trajs
+    ]
+    TrajectoryRecord.objects.bulk_create(
+        records,
+        batch_size=500,
+        update_conflicts=True,
+        unique_fields=["run", "step", "key"],
+        update_fields=TRAJECTORY_FIELDS,
+    )
+    return len(records)
+
+
+@transaction.atomic
+def checkpoint_record(*, run_id: int, step: int, path: str) -> Checkpoint:
+    """Record a saved checkpoint; the run resumes from the newest one when its task is redelivered."""
+    checkpoint, _ = Checkpoint.objects.update_or_create(run_id=run_id, step=step, defaults={"path": path})
+    Run.objects.filter(pk=run_id).update(last_checkpoint_step=step)
+    return checkpoint
+
+
+def _alert_fields(alert: Any) -> dict[str, Any]:
+    """Accept the detector's alert objects (attributes) or plain dicts with the same names."""
+    if isinstance(alert, Mapping):
+        get = alert.get
+    else:
+        get = lambda name, default=None: getattr(alert, name, default)  # noqa: E731
+    evidence = get("evidence", {}) or {}
+    return {
+        "step": int(get("step")),
+        "rule": str(get("rule")),
+        "message": str(get("message", "") or ""),
+        "evidence": dict(evidence) if isinstance(evidence, Mapping) else {"detail": str(evidence)},
+        "severity": str(get("severity", AlertSeverity.WARNING) or AlertSeverity.WARNING),
+        "start_step": get("start_step"),
+    }
+
+
+@transaction.atomic
+def alerts_record(*, run_id: int, alerts: Iterable[Any]) -> list[Alert]:
+    """Store detector alerts idempotently by (run, step, rule)."""
+    stored = []
+    for alert in alerts:
+        fields = _alert_fields(alert)
+        obj, _ = Alert.objects.update_or_create(
+            run_id=run_id, step=fields.pop("step"), rule=fields.pop("rule"), defaults=fields
+        )
+        stored.append(obj)
+    return stored

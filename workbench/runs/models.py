@@ -1,0 +1,190 @@
+"""Runs launched from the browser and everything their worker streams back.
+
+Every streamed row has a (run, step, key) identity enforced by a unique constraint, so a retried
+batch or a resumed run overwrites instead of duplicating.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Tag(models.Model):
+    """A free label a team puts on runs (compare by tag)."""
+
+    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="run_tags")
+    name = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="runs_tag_unique_per_team")]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINISHED_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
+class Run(models.Model):
+    """One training run: an immutable config snapshot plus its lifecycle on a Celery worker."""
+
+    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="runs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    name = models.CharField(max_length=200)
+    notes = models.TextField(blank=True)
+    tags = models.ManyToManyField(Tag, blank=True, related_name="runs")
+    is_baseline = models.BooleanField(default=False)
+    cloned_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
+
+    # Written once by run_create and never updated: the run must stay reproducible.
+    config = models.JSONField()
+    # Catalog version ids the config refers to, e.g. {"dataset": 3, "prompt": 7, "tools": [4, 5]}.
+    pinned_versions = models.JSONField(default=dict, blank=True)
+    queue = models.CharField(max_length=64, default="cpu")
+
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    celery_task_id = models.CharField(max_length=64, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    cancel_requested = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    log_tail = models.TextField(blank=True)
+    last_step = models.IntegerField(null=True, blank=True)
+    last_checkpoint_step = models.IntegerField(null=True, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["team", "-created_at"], name="runs_run_team_created")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+    @property
+    def wall_time_s(self) -> float | None:
+        if self.started_at is None:
+            return None
+        end = self.finished_at or self.heartbeat_at or self.started_at
+        return (end - self.started_at).total_seconds()
+
+
+class MetricPoint(models.Model):
+    """One scalar of one series at one step; the unique index (run, key, step) also serves the charts."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="metric_points")
+    key = models.CharField(max_length=128)
+    step = models.IntegerField()
+    value = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "key", "step"], name="runs_metricpoint_identity")
+        ]
+
+
+class MetricRollup(models.Model):
+    """Min, max and last of one series over a bucket of 4**level steps (level >= 1).
+
+    A pyramid of these lets a chart request read O(buckets) rows instead of every step, while keeping
+    the exact extremes (a spike never disappears) and the last value of each bucket.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="metric_rollups")
+    key = models.CharField(max_length=128)
+    level = models.PositiveSmallIntegerField()
+    bucket = models.IntegerField()
+    min_value = models.FloatField()
+    min_step = models.IntegerField()
+    max_value = models.FloatField()
+    max_step = models.IntegerField()
+    last_value = models.FloatField()
+    last_step = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "key", "level", "bucket"], name="runs_metricrollup_identity"
+            )
+        ]
+
+
+class TrajectoryRecord(models.Model):
+    """One stored trajectory; the scalar columns exist so the inspector's filters hit indexes, not JSON."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="trajectories")
+    step = models.IntegerField()
+    key = models.CharField(max_length=200)  # "<group_id>/<sample_index>"
+    group_id = models.CharField(max_length=160)
+    sample_index = models.IntegerField(default=0)
+    reward = models.FloatField()
+    advantage = models.FloatField(null=True)
+    correct = models.BooleanField(null=True)
+    num_turns = models.IntegerField()
+    num_tool_calls = models.IntegerField()
+    num_failed_calls = models.IntegerField()
+    length = models.IntegerField()  # response tokens
+    tool_counts = models.JSONField(default=dict)  # {"calculator": 2}
+    final_answer = models.CharField(max_length=300, blank=True)
+    data = models.JSONField()  # Trajectory.to_dict()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "step", "key"], name="runs_trajectory_identity")
+        ]
+        indexes = [
+            models.Index(fields=["run", "reward", "id"], name="runs_traj_run_reward"),
+            models.Index(fields=["run", "length", "id"], name="runs_traj_run_length"),
+        ]
+
+
+class Checkpoint(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="checkpoints")
+    step = models.IntegerField()
+    path = models.CharField(max_length=500)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "step"], name="runs_checkpoint_identity")]
+        ordering = ["step"]
+
+
+class AlertSeverity(models.TextChoices):
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+class Alert(models.Model):
+    """An echo-trap (or other) detector finding: the step, the rule, and the numbers behind it."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="alerts")
+    step = models.IntegerField()
+    rule = models.CharField(max_length=64)
+    message = models.TextField(blank=True)
+    evidence = models.JSONField(default=dict)
+    severity = models.CharField(max_length=16, choices=AlertSeverity.choices, default=AlertSeverity.WARNING)
+    start_step = models.IntegerField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "step", "rule"], name="runs_alert_identity")]
+        ordering = ["step"]

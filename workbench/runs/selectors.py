@@ -1,0 +1,142 @@
+"""Reads: runs scoped to the user's teams, and the trajectory inspector's filtered, paginated lists."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from workbench.accounts.access import get_scoped_or_404, team_queryset
+from workbench.accounts.models import Role
+
+from .models import Run, TrajectoryRecord
+
+
+def run_list(*, user, team=None, status: str = "", tag: str = "", search: str = "") -> QuerySet[Run]:
+    """The runs the user may see (one team's when given), newest first."""
+    qs = team_queryset(Run, user).select_related("created_by", "team").prefetch_related("tags")
+    if team is not None:
+        qs = qs.filter(team=team)
+    if status:
+        qs = qs.filter(status=status)
+    if tag:
+        qs = qs.filter(tags__name=tag)
+    if search:
+        qs = qs.filter(Q(name__icontains=search) | Q(notes__icontains=search))
+    return qs.distinct()
+
+
+def run_get(*, user, pk: Any, min_role: str = Role.VIEWER) -> Run:
+    """The run if one of the user's teams owns it; 404 otherwise (403 when the role is too low)."""
+    return get_scoped_or_404(Run, user, pk, min_role=min_role)
+
+
+@dataclass(frozen=True)
+class TrajectoryFilters:
+    """The inspector's filters; None means "any"."""
+
+    step: int | None = None
+    reward_min: float | None = None
+    reward_max: float | None = None
+    correct: bool | None = None
+    tool: str = ""
+    failed_call: bool | None = None
+    turns_min: int | None = None
+    turns_max: int | None = None
+    length_min: int | None = None
+    length_max: int | None = None
+    group: str = ""
+
+    def as_q(self) -> Q:
+        bounds = {
+            "step": self.step,
+            "reward__gte": self.reward_min,
+            "reward__lte": self.reward_max,
+            "correct": self.correct,
+            "num_turns__gte": self.turns_min,
+            "num_turns__lte": self.turns_max,
+            "length__gte": self.length_min,
+            "length__lte": self.length_max,
+            "group_id": self.group or None,
+            "tool_counts__has_key": self.tool or None,
+        }
+        q = Q(**{lookup: value for lookup, value in bounds.items() if value is not None})
+        if self.failed_call is not None:
+            q &= Q(num_failed_calls__gt=0) if self.failed_call else Q(num_failed_calls=0)
+        return q
+
+
+# Sort name -> column; each has an index (run, column, id) or is cheap within one step.
+SORTS = {
+    "reward": "reward",
+    "length": "length",
+    "turns": "num_turns",
+    "tool_calls": "num_tool_calls",
+    "step": "step",
+}
+LIST_COLUMNS = [
+    "id", "step", "key", "group_id", "sample_index", "reward", "advantage", "correct", "num_turns",
+    "num_tool_calls", "num_failed_calls", "length", "tool_counts", "final_answer",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[TrajectoryRecord]
+    next_cursor: str | None
+
+
+def _encode_cursor(value: Any, pk: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps([value, pk]).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[Any, int] | None:
+    """A tampered or stale cursor restarts from the first page instead of failing."""
+    try:
+        value, pk = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return (value, int(pk)) if isinstance(value, int | float) else None
+    except (ValueError, TypeError):
+        return None
+
+
+def _after(column: str, descending: bool, value: Any, pk: int) -> Q:
+    """Keyset condition for rows after (value, pk); the redundant bound lets the index start there."""
+    if descending:
+        return Q(**{f"{column}__lte": value}) & (Q(**{f"{column}__lt": value}) | Q(pk__lt=pk))
+    return Q(**{f"{column}__gte": value}) & (Q(**{f"{column}__gt": value}) | Q(pk__gt=pk))
+
+
+def trajectory_list(
+    *, run: Run, filters: TrajectoryFilters, sort: str = "-reward", cursor: str = "", limit: int = 50
+) -> Page:
+    """One page of a run's trajectories matching `filters`, ordered by `sort` then id (keyset paginated)."""
+    descending = sort.startswith("-")
+    column = SORTS.get(sort.lstrip("-"), "reward")
+    qs = TrajectoryRecord.objects.filter(run=run).filter(filters.as_q()).only(*LIST_COLUMNS)
+    position = _decode_cursor(cursor) if cursor else None
+    if position is not None:
+        qs = qs.filter(_after(column, descending, *position))
+    prefix = "-" if descending else ""
+    rows = list(qs.order_by(f"{prefix}{column}", f"{prefix}id")[: limit + 1])
+    items, more = rows[:limit], len(rows) > limit
+    next_cursor = _encode_cursor(getattr(items[-1], column), items[-1].pk) if more else None
+    return Page(items=items, next_cursor=next_cursor)
+
+
+def trajectory_get(*, run: Run, pk: Any) -> TrajectoryRecord:
+    """One trajectory of this run (the run is already team-checked); 404 for another run's or a bad id."""
+    try:
+        return TrajectoryRecord.objects.get(run=run, pk=int(pk))
+    except (TrajectoryRecord.DoesNotExist, ValueError, TypeError) as exc:
+        raise Http404 from exc
+
+
+def trajectory_group(*, run: Run, step: int, group_id: str) -> list[TrajectoryRecord]:
+    """All samples of one prompt at one step: what GRPO compared."""
+    return list(
+        TrajectoryRecord.objects.filter(run=run, step=step, group_id=group_id).order_by("sample_index")
+    )

@@ -1,0 +1,95 @@
+"""Chart series for a visible step range, downsampled in SQL to min, max and last per bucket.
+
+The source is the finest pyramid level whose buckets are no wider than an output bucket (raw points
+when zoomed in), so a request reads at most ~4 rows per output bucket and series whatever the run
+length; the final grouping picks each bucket's extremes and last value with window functions, which
+PostgreSQL and SQLite both run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from django.db import connection
+
+from .models import MetricPoint, MetricRollup, Run
+from .rollups import FACTOR, TOP_LEVEL, level_width
+
+_RAW = """
+    SELECT key, step AS first_step, value AS min_value, step AS min_step, value AS max_value,
+           step AS max_step, value AS last_value, step AS last_step
+    FROM {table} WHERE run_id = %s AND key IN ({keys}) AND step BETWEEN %s AND %s
+"""
+_ROLLUP = """
+    SELECT key, bucket * %s AS first_step, min_value, min_step, max_value, max_step, last_value, last_step
+    FROM {table} WHERE run_id = %s AND level = %s AND key IN ({keys}) AND bucket BETWEEN %s AND %s
+"""
+_DOWNSAMPLE = """
+    WITH src AS (SELECT s.*, (s.first_step - %s) / %s AS b FROM ({source}) s),
+    ranked AS (
+        SELECT src.*,
+            ROW_NUMBER() OVER (PARTITION BY key, b ORDER BY min_value, min_step) AS rn_min,
+            ROW_NUMBER() OVER (PARTITION BY key, b ORDER BY max_value DESC, max_step) AS rn_max,
+            ROW_NUMBER() OVER (PARTITION BY key, b ORDER BY last_step DESC) AS rn_last
+        FROM src
+    )
+    SELECT key,
+        MAX(CASE WHEN rn_min = 1 THEN min_step END), MIN(min_value),
+        MAX(CASE WHEN rn_max = 1 THEN max_step END), MAX(max_value),
+        MAX(last_step), MAX(CASE WHEN rn_last = 1 THEN last_value END)
+    FROM ranked GROUP BY key, b ORDER BY key, b
+"""
+
+
+@dataclass(frozen=True)
+class Window:
+    """The visible step range and how it is bucketed."""
+
+    lo: int
+    hi: int
+    buckets: int
+
+    @property
+    def bucket_width(self) -> int:
+        return max(1, math.ceil((self.hi - self.lo + 1) / self.buckets))
+
+    @property
+    def level(self) -> int:
+        """The coarsest pyramid level whose bucket fits inside one output bucket (0 = raw points)."""
+        return min(TOP_LEVEL, int(math.log(self.bucket_width, FACTOR) + 1e-9))
+
+
+def _source_sql(window: Window, run_id: int, keys: list[str]) -> tuple[str, list]:
+    placeholders = ", ".join(["%s"] * len(keys))
+    if window.level == 0:
+        sql = _RAW.format(table=MetricPoint._meta.db_table, keys=placeholders)
+        return sql, [run_id, *keys, window.lo, window.hi]
+    width = level_width(window.level)
+    sql = _ROLLUP.format(table=MetricRollup._meta.db_table, keys=placeholders)
+    return sql, [width, run_id, window.level, *keys, window.lo // width, window.hi // width]
+
+
+def series_downsample(
+    *, run: Run, keys: list[str], step_min: int | None = None, step_max: int | None = None, buckets: int = 400
+) -> dict[str, list[tuple[int, float]]]:
+    """Per key, (step, value) points: each bucket's min, max and last, in step order."""
+    hi = step_max if step_max is not None else (run.last_step or 0)
+    window = Window(lo=max(0, step_min or 0), hi=hi, buckets=max(1, buckets))
+    out: dict[str, list[tuple[int, float]]] = {key: [] for key in keys}
+    if not keys or window.hi < window.lo:
+        return out
+    source, params = _source_sql(window, run.pk, keys)
+    with connection.cursor() as cursor:
+        cursor.execute(_DOWNSAMPLE.format(source=source), [window.lo, window.bucket_width, *params])
+        rows = cursor.fetchall()
+    for key, min_step, min_value, max_step, max_value, last_step, last_value in rows:
+        points = {min_step: min_value, max_step: max_value, last_step: last_value}
+        out[key].extend(sorted(points.items()))
+    return out
+
+
+def series_keys(*, run: Run) -> list[str]:
+    """Every series a run has logged, read from the small top level of the pyramid."""
+    keys = MetricRollup.objects.filter(run=run, level=TOP_LEVEL).values_list("key", flat=True)
+    return sorted(set(keys))

@@ -1,0 +1,84 @@
+"""The database sink: the trainers library's `Sink`, writing into PostgreSQL from a Celery worker."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from trainers.training.sinks import Sink
+from trainers.trajectory import Trajectory
+
+from .ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
+
+
+class DatabaseSink(Sink):
+    """Buffers points and trajectories and writes them in idempotent batches.
+
+    A batch goes out when `flush_points` values or `flush_trajectories` trajectories are waiting, or
+    `flush_seconds` have passed since the last write; checkpoints and alerts flush first, so what a
+    checkpoint covers is always stored before the checkpoint row that a resume relies on.
+    """
+
+    def __init__(
+        self,
+        run_id: int,
+        *,
+        flush_points: int = 500,
+        flush_trajectories: int = 256,
+        flush_seconds: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.run_id = run_id
+        self.flush_points = flush_points
+        self.flush_trajectories = flush_trajectories
+        self.flush_seconds = flush_seconds
+        self._clock = clock
+        self._last_flush = clock()
+        self._points: list[tuple[int, str, float]] = []
+        self._trajectories: dict[int, list[Trajectory]] = {}
+
+    def log_metrics(self, step: int, metrics: dict[str, float]) -> None:
+        self._points.extend((step, key, value) for key, value in metrics.items() if _is_number(value))
+        self._maybe_flush()
+
+    def log_eval(self, step: int, results: dict[str, float]) -> None:
+        named = {key if key.startswith("eval/") else f"eval/{key}": value for key, value in results.items()}
+        self.log_metrics(step, named)
+
+    def log_trajectories(self, step: int, trajectories: Sequence[Trajectory]) -> None:
+        self._trajectories.setdefault(step, []).extend(trajectories)
+        self._maybe_flush()
+
+    def log_checkpoint(self, step: int, path: Path) -> None:
+        self.flush()
+        checkpoint_record(run_id=self.run_id, step=step, path=str(path))
+
+    def log_alerts(self, alerts: Sequence[Any]) -> None:
+        if alerts:
+            self.flush()
+            alerts_record(run_id=self.run_id, alerts=alerts)
+
+    def flush(self) -> None:
+        """Write what is buffered; buffers are cleared only after the write committed (a retry resends)."""
+        if self._points:
+            metrics_ingest(run_id=self.run_id, points=self._points)
+            self._points = []
+        if self._trajectories:
+            trajectories_ingest(run_id=self.run_id, batches=self._trajectories)
+            self._trajectories = {}
+        self._last_flush = self._clock()
+
+    def close(self) -> None:
+        self.flush()
+
+    def _maybe_flush(self) -> None:
+        waiting = sum(len(batch) for batch in self._trajectories.values())
+        due = self._clock() - self._last_flush >= self.flush_seconds
+        if len(self._points) >= self.flush_points or waiting >= self.flush_trajectories or due:
+            self.flush()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
