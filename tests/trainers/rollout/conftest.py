@@ -1,0 +1,80 @@
+"""A scripted generation backend and test tools for engine tests that need exact, known responses.
+
+The scripted backend is a real `GenerationBackend`: it tokenizes the text a test scripts for the
+current context and applies the request's stop strings and token limit like a model would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from trainers.backends.base import GenerationBackend, GenerationOutput, GenerationRequest
+from trainers.tools.base import TOOLS, Tool, ToolOutput
+
+
+class ScriptedBackend(GenerationBackend):
+    """`respond(prompt_text) -> text` decides the next assistant text; `delay_s` per batch mimics compute."""
+
+    def __init__(self, tokenizer: Any, respond: Callable[[str], str], delay_s: float = 0.0) -> None:
+        self.tokenizer = tokenizer
+        self.respond = respond
+        self.delay_s = delay_s
+        self.batch_sizes: list[int] = []
+
+    def generate(self, requests: list[GenerationRequest]) -> list[GenerationOutput]:
+        self.batch_sizes.append(len(requests))
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return [self._one(r) for r in requests]
+
+    def _one(self, request: GenerationRequest) -> GenerationOutput:
+        prompt = self.tokenizer.decode(request.prompt_ids, skip_special_tokens=False)
+        text = self.respond(prompt)
+        cuts = [(text.find(s) + len(s), s) for s in request.stop_strings if s in text]
+        stop = min(cuts)[1] if cuts else None
+        if stop is not None:
+            text = text[: min(cuts)[0]]
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        if len(ids) > request.max_new_tokens:
+            ids = ids[: request.max_new_tokens]
+            return GenerationOutput(ids, [0.0] * len(ids), "length")
+        if stop is not None:
+            return GenerationOutput(ids, [0.0] * len(ids), "stop", stop)
+        if ids and ids[-1] == self.tokenizer.eos_token_id:
+            return GenerationOutput(ids, [0.0] * len(ids), "eos")
+        return GenerationOutput(ids, [0.0] * len(ids), "length")
+
+
+@TOOLS.register("test_sleep")
+class SleepTool(Tool):
+    """Sleeps `seconds` (default 0.1) and echoes `text`; records start order to check concurrency."""
+
+    name = "test_sleep"
+    description = "wait, then echo the text"
+    parameters = {
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "seconds": {"type": "number"}},
+        "required": ["text"],
+    }
+    starts: list[str] = []
+
+    async def run(self, arguments: dict[str, Any]) -> ToolOutput:
+        SleepTool.starts.append(arguments["text"])
+        await asyncio.sleep(arguments.get("seconds", 0.1))
+        if arguments["text"] == "fail":
+            return ToolOutput(
+                False, "", "Traceback (most recent call last):\n  File x\nValueError: bad input"
+            )
+        return ToolOutput(True, f"echo {arguments['text']}")
+
+
+@pytest.fixture
+def scripted(tiny_tokenizer):
+    """Factory: scripted(respond, delay_s=0.0) -> ScriptedBackend over the tiny tokenizer."""
+    SleepTool.starts.clear()
+    return lambda respond, delay_s=0.0: ScriptedBackend(tiny_tokenizer, respond, delay_s)

@@ -1,0 +1,219 @@
+"""The rollout engine: multi-turn tool-integrated trajectories, token-in/token-out, overlapped with tools.
+
+Generation stops at the end of a tool call (the template's stop strings; ZeroTIR's state machine),
+the calls run concurrently, their responses are tokenized and appended with loss mask 0, and
+generation resumes from the exact ids sampled so far, until a final answer, end-of-sequence, the
+turn limit, the token budget or a finished environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from dataclasses import dataclass, field
+
+from trainers.backends.base import GenerationBackend, GenerationRequest
+from trainers.backends.sampling import SamplingParams
+from trainers.rollout.limits import TOOL_LIMIT_NOTICE, RolloutLimits
+from trainers.rollout.observations import observation
+from trainers.rollout.scheduler import GenerationScheduler
+from trainers.templates import TEMPLATES, ChatTemplate
+from trainers.tools.toolset import ToolBinding, Toolset
+from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
+
+
+@dataclass
+class _Progress:
+    """Where one trajectory stands: its full token context and what it has spent."""
+
+    context: list[int]
+    new_tokens: int = 0
+    calls_used: int = 0
+    finish: str = "max_turns"
+    specs: list[dict] = field(default_factory=list)
+
+
+class RolloutEngine:
+    """Turns dataset rows into trajectories with one backend, one template and a set of tool bindings."""
+
+    def __init__(
+        self,
+        backend: GenerationBackend,
+        template: ChatTemplate | str,
+        tool_bindings: list[ToolBinding | dict | str],
+        limits: RolloutLimits | None = None,
+        sampling: SamplingParams | None = None,
+        *,
+        prompt_source: str | None = None,
+    ) -> None:
+        self.backend = backend
+        self.tokenizer = backend.tokenizer
+        if isinstance(template, str):
+            template = TEMPLATES.get(template)(tokenizer=backend.tokenizer)
+        elif template.tokenizer is None:
+            template.tokenizer = backend.tokenizer
+        self.template = template
+        self.tool_bindings = list(tool_bindings)
+        self.limits = limits or RolloutLimits()
+        self.sampling = sampling or SamplingParams()
+        self.prompt_source = prompt_source
+        self.last_stats = None
+
+    def run(
+        self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
+    ) -> list[Trajectory]:
+        """Blocking form of `arun`, for scripts and the CLI (not from inside a running event loop)."""
+        return asyncio.run(self.arun(rows, samples_per_prompt, seed=seed))
+
+    async def arun(
+        self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
+    ) -> list[Trajectory]:
+        """All samples of all rows as concurrent tasks; results ordered by row, then sample index."""
+        async with GenerationScheduler(self.backend, seed=seed) as scheduler:
+            tasks = [
+                self._trajectory(row, index, k, scheduler, seed)
+                for index, row in enumerate(rows)
+                for k in range(samples_per_prompt)
+            ]
+            trajectories = await asyncio.gather(*tasks)
+        self.last_stats = scheduler.stats
+        return list(trajectories)
+
+    async def _trajectory(
+        self, row: dict, index: int, k: int, scheduler: GenerationScheduler, seed: int | None
+    ) -> Trajectory:
+        group_id = str(row.get("id", index))
+        # every sample of a row starts from the same environment state (a RAGEN/GiGPO group)
+        env_seed = zlib.crc32(f"{seed}:{group_id}".encode())
+        toolset = Toolset.build(self.tool_bindings, initial_state=row.get("initial_state"), seed=env_seed)
+        try:
+            return await self._rollout(row, group_id, k, toolset, scheduler)
+        finally:
+            await toolset.close()
+
+    async def _rollout(
+        self, row: dict, group_id: str, k: int, toolset: Toolset, scheduler: GenerationScheduler
+    ) -> Trajectory:
+        env = toolset.environment
+        specs = toolset.specs()
+        prompt = self.template.render_prompt(
+            question=str(row.get("question", row.get("prompt", ""))),
+            tools=specs,
+            observation=env.observation() if env is not None else None,
+            source=self.prompt_source,
+            tokenizer=self.tokenizer,
+        )
+        traj = Trajectory(
+            uid=f"{group_id}/{k}",
+            group_id=group_id,
+            sample_index=k,
+            ground_truth={"answer": row.get("answer"), "tool_calls": row.get("tool_calls")},
+            metadata=dict(row.get("metadata") or {}),
+        )
+        prompt_ids = self.encode(prompt)
+        traj.turns.append(Turn("prompt", prompt, prompt_ids, [0] * len(prompt_ids)))
+        progress = _Progress(context=list(prompt_ids), specs=specs)
+        for _ in range(self.limits.max_turns):
+            if not await self._step(traj, progress, toolset, scheduler):
+                break
+        traj.finish_reason = progress.finish
+        return traj
+
+    async def _step(
+        self, traj: Trajectory, progress: _Progress, toolset: Toolset, scheduler: GenerationScheduler
+    ) -> bool:
+        """One assistant turn and its tool responses; False when the trajectory is over."""
+        limits = self.limits
+        budget = min(limits.max_new_tokens_per_turn, limits.max_total_new_tokens - progress.new_tokens)
+        if budget <= 0:
+            progress.finish = "token_budget"
+            return False
+        env = toolset.environment
+        state_hash = env.state_hash() if env is not None else None
+        request = GenerationRequest(list(progress.context), budget, self._stops(progress), self.sampling)
+        out = await scheduler.generate(request)
+        text = self.tokenizer.decode(out.token_ids, skip_special_tokens=False)
+        parsed = self.template.parse(text, tools=progress.specs)
+        turn = Turn(
+            "assistant",
+            text,
+            list(out.token_ids),
+            [1] * len(out.token_ids),
+            list(out.logprobs),
+            tool_calls=parsed.tool_calls,
+            reasoning=parsed.reasoning,
+            state_hash=state_hash,
+            finish_reason=out.finish_reason,
+        )
+        traj.turns.append(turn)
+        progress.context.extend(out.token_ids)
+        progress.new_tokens += len(out.token_ids)
+        if parsed.final_answer is not None:
+            traj.final_answer = parsed.final_answer
+        if not parsed.tool_calls:
+            return self._ended_without_calls(progress, out.finish_reason, parsed.final_answer is not None)
+        closed = out.finish_reason == "eos"
+        glue, role = await self._answer_calls(turn, parsed.tool_calls, toolset, progress, closed)
+        if glue is None:  # ToRL past the limit with nothing executed: the model continues in text
+            if closed:
+                progress.finish = "eos"
+                return False
+            return True
+        glue_ids = self.encode(glue)
+        traj.turns.append(Turn(role, glue, glue_ids, [0] * len(glue_ids)))
+        progress.context.extend(glue_ids)
+        if env is not None:
+            turn.state, turn.env_reward = env.observation(), env.last_reward
+            if env.done:
+                progress.finish = "env_done"
+                return False
+        return True
+
+    def _ended_without_calls(self, progress: _Progress, finish_reason: str, answered: bool) -> bool:
+        if answered:
+            progress.finish = "answer"
+            return False
+        if finish_reason == "stop":  # a stop string outside any call: keep generating
+            return True
+        if finish_reason == "eos":
+            progress.finish = "eos"
+        elif progress.new_tokens >= self.limits.max_total_new_tokens:
+            progress.finish = "token_budget"
+        else:
+            progress.finish = "length"
+        return False
+
+    async def _answer_calls(
+        self, turn: Turn, calls: list[ToolCall], toolset: Toolset, progress: _Progress, closed: bool
+    ) -> tuple[str | None, str]:
+        """Run the calls within the budget C; return the glue text (None: nothing to append) and its role."""
+        allowed = max(0, self.limits.max_tool_calls - progress.calls_used)
+        run_now, over = calls[:allowed], calls[allowed:]
+        progress.calls_used += len(run_now)
+        results = [observation(r, self.limits) for r in await toolset.call_many(run_now)] if run_now else []
+        notice = self.limits.on_tool_limit == "notice"
+        skipped = [limit_result(call, notice) for call in over]
+        turn.tool_results = results + skipped
+        if notice and over and not results:
+            return self.template.render_notice(TOOL_LIMIT_NOTICE, turn_closed=closed), "glue"
+        shown = results + (skipped if notice else [])
+        if not shown:
+            return None, "glue"
+        return self.template.render_tool_responses(shown, turn_closed=closed), "tool"
+
+    def _stops(self, progress: _Progress) -> list[str]:
+        """ToRL past its limit drops the call stops so the model writes on in plain text."""
+        spent = progress.calls_used >= self.limits.max_tool_calls
+        if spent and self.limits.on_tool_limit == "continue_text":
+            return []
+        return self.template.stops(progress.specs)
+
+    def encode(self, text: str) -> list[int]:
+        """Tokenize template text and tool output (never policy-sampled text) without special additions."""
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+
+def limit_result(call: ToolCall, notice: bool) -> ToolResult:
+    """A call past the budget C: not executed; under ZeroTIR's behaviour the model is shown the notice."""
+    output = TOOL_LIMIT_NOTICE if notice else ""
+    return ToolResult(call.name, False, output, "tool call limit reached", 0.0, executed=False)

@@ -1,0 +1,90 @@
+"""Generation scheduling for overlapped rollouts (SkyRL-v0, verl async): batch whoever is ready.
+
+Each trajectory is an asyncio task. When it needs tokens it queues a request and awaits it; the
+scheduler sends everything queued as one batch to the backend in a worker thread, so tool calls of
+other trajectories run meanwhile, and whatever queued during that batch goes in the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import zlib
+from dataclasses import dataclass
+
+from trainers.backends.base import GenerationBackend, GenerationOutput, GenerationRequest
+
+
+@dataclass
+class SchedulerStats:
+    batches: int = 0
+    requests: int = 0
+    generate_s: float = 0.0
+
+
+class GenerationScheduler:
+    """Use as `async with GenerationScheduler(backend) as s: out = await s.generate(request)`.
+
+    With a `seed`, batch n samples with seed crc32(seed, n): reproducible for the same batching, and
+    never the same random stream twice in a run.
+    """
+
+    def __init__(self, backend: GenerationBackend, *, seed: int | None = None) -> None:
+        self.backend = backend
+        self.seed = seed
+        self.stats = SchedulerStats()
+        self._waiting: list[tuple[GenerationRequest, asyncio.Future[GenerationOutput]]] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def generate(self, request: GenerationRequest) -> GenerationOutput:
+        future: asyncio.Future[GenerationOutput] = asyncio.get_running_loop().create_future()
+        self._waiting.append((request, future))
+        self._wake.set()
+        return await future
+
+    async def __aenter__(self) -> GenerationScheduler:
+        self._task = asyncio.create_task(self._loop())
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await asyncio.sleep(0)  # let trajectories woken by the last batch queue their next turn
+            batch, self._waiting = self._waiting, []
+            if batch:
+                await self._run(batch)
+
+    async def _run(self, batch: list[tuple[GenerationRequest, asyncio.Future[GenerationOutput]]]) -> None:
+        requests = [self._seeded(request) for request, _ in batch]
+        start = time.perf_counter()
+        try:
+            outputs = await asyncio.to_thread(self.backend.generate, requests)
+        except Exception as exc:  # the trajectories waiting on this batch fail, the others go on
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        finally:
+            self.stats.batches += 1
+            self.stats.requests += len(batch)
+            self.stats.generate_s += time.perf_counter() - start
+        for (_, future), output in zip(batch, outputs, strict=True):
+            if not future.done():
+                future.set_result(output)
+
+    def _seeded(self, request: GenerationRequest) -> GenerationRequest:
+        base = self.seed if self.seed is not None else request.sampling.seed
+        if base is None:
+            return request
+        seed = zlib.crc32(f"{base}:{self.stats.batches}".encode())
+        sampling = request.sampling.model_copy(update={"seed": seed})
+        return GenerationRequest(request.prompt_ids, request.max_new_tokens, request.stop_strings, sampling)
