@@ -1,0 +1,113 @@
+"""Read an uploaded file twice: first validate every row and gather statistics (with progress), then,
+only if the whole file is valid, store its rows in bulk batches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.datasets.parsing import FileError, RawRecord, RowError, check_size, read_records
+from workbench.datasets.rows import RowData, validate_record
+from workbench.datasets.splits import EVAL, TRAIN, eval_indices, split_from_value
+from workbench.datasets.statistics import FieldStatistics
+
+MAX_REPORTED_ERRORS = 50
+PROGRESS_EVERY_ROWS = 1000
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    method: str  # "ratio" or "column"
+    eval_ratio: float = 0.1
+    seed: int = 0
+    column: str = ""
+
+
+@dataclass
+class Report:
+    """Outcome of the validation pass: statistics when valid, else the first errors and how many."""
+
+    rows: int = 0
+    eval_rows: int = 0
+    errors: list[str] = field(default_factory=list)
+    error_count: int = 0
+    statistics: dict[str, Any] = field(default_factory=dict)
+
+    def add_error(self, message: str) -> None:
+        self.error_count += 1
+        if len(self.errors) < MAX_REPORTED_ERRORS:
+            self.errors.append(message)
+
+    def messages(self) -> list[str]:
+        hidden = self.error_count - len(self.errors)
+        return self.errors + ([f"... and {hidden} more problems"] if hidden else [])
+
+
+def _records(handle, fmt: str, split: SplitConfig) -> Iterator[tuple[str, RowData | list[RowError], str]]:
+    """(where, validated row or its errors, split) per record; parse errors come as a one-error list."""
+    for record in read_records(handle, fmt):
+        if isinstance(record, RowError):
+            yield record.where, [record], TRAIN
+            continue
+        row = validate_record(record.where, record.fields)
+        chosen, split_error = _column_split(record, split)
+        if split_error is not None:
+            row = (row if isinstance(row, list) else []) + [split_error]
+        yield record.where, row, chosen
+
+
+def _column_split(record: RawRecord, split: SplitConfig) -> tuple[str, RowError | None]:
+    if split.method != "column":
+        return TRAIN, None
+    try:
+        return split_from_value(record.fields.get(split.column)), None
+    except ValueError as exc:
+        return TRAIN, RowError(record.where, str(exc), split.column)
+
+
+def validate_file(path: Path, fmt: str, split: SplitConfig, limit: int, progress: Progress) -> Report:
+    """Pass 1: every problem (by row and field) and per-field statistics; stores nothing."""
+    report, stats = Report(), FieldStatistics()
+    size = path.stat().st_size
+    try:
+        check_size(size, limit)
+        with path.open("rb") as handle:
+            for _, row, chosen in _records(handle, fmt, split):
+                report.rows += 1
+                report.eval_rows += chosen == EVAL
+                for error in row if isinstance(row, list) else []:
+                    report.add_error(str(error))
+                if not isinstance(row, list):
+                    stats.add(_stat_fields(row))
+                if report.rows % PROGRESS_EVERY_ROWS == 0:
+                    progress(handle.tell() / size, f"Checked {report.rows} rows")
+    except FileError as exc:
+        report.add_error(str(exc))
+        return report
+    if report.rows == 0:
+        report.add_error("the file has no rows")
+    if split.method == "ratio":
+        report.eval_rows = len(eval_indices(report.rows, split.eval_ratio, split.seed))
+    report.statistics = stats.result()
+    return report
+
+
+def _stat_fields(row: RowData) -> dict[str, Any]:
+    fields = {"prompt": row.prompt, "answer": row.answer, "tool_calls": row.tool_calls}
+    fields["initial_state"] = row.initial_state
+    fields.update({f"metadata.{k}": v for k, v in row.metadata.items()})
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def stored_rows(path: Path, fmt: str, split: SplitConfig, n_rows: int) -> Iterator[tuple[int, str, RowData]]:
+    """Pass 2 over a file pass 1 found valid: (index, split, row) for every row."""
+    eval_set = set(eval_indices(n_rows, split.eval_ratio, split.seed)) if split.method == "ratio" else set()
+    with path.open("rb") as handle:
+        for index, (where, row, chosen) in enumerate(_records(handle, fmt, split)):
+            if isinstance(row, list):  # the file changed between the passes
+                raise FileError(f"{where}: the file changed while it was being stored")
+            yield index, (EVAL if index in eval_set else chosen), row

@@ -1,0 +1,12 @@
+"""Celery tasks of the datasets app: thin, by id, acknowledged only when done."""
+
+from celery import shared_task
+
+from workbench.datasets.services import dataset_upload_process
+
+
+@shared_task(acks_late=True)
+def dataset_upload_process_task(*, job_id: str, upload_id: int) -> str:
+    """Validate an upload, compute its statistics and store its rows (progress in JobProgress job_id)."""
+    del job_id  # the upload knows its job; the id is passed so every task has the same signature
+    return dataset_upload_process(upload_id=upload_id).status

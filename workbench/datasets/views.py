@@ -1,0 +1,106 @@
+"""Dataset pages: list, detail with preview and statistics, upload (create / new version), upload progress."""
+
+from django.core.exceptions import ValidationError
+from django.shortcuts import redirect, render
+
+from workbench.accounts.access import role_at_least, team_role_required
+from workbench.accounts.models import Role
+from workbench.accounts.selectors import role_for
+from workbench.datasets import selectors, services
+from workbench.datasets.forms import DatasetCreateForm, DatasetUploadForm
+from workbench.datasets.splits import EVAL, TRAIN
+
+
+def dataset_list(request):
+    datasets = selectors.dataset_list(user=request.user, team=request.team)
+    can_write = role_at_least(request.team_role, Role.MEMBER)
+    return render(request, "datasets/list.html", {"datasets": datasets, "can_write": can_write})
+
+
+def dataset_detail(request, pk: int):
+    dataset = selectors.dataset_get(user=request.user, pk=pk)
+    version = selectors.dataset_version_get(dataset=dataset, number=_int(request.GET.get("version")))
+    context = {
+        "dataset": dataset,
+        "version": version,
+        "versions": dataset.versions.order_by("-number").values_list("number", flat=True),
+        "rows": selectors.dataset_rows(version=version),
+        "can_write": role_at_least(role_for(user=request.user, team=dataset.team), Role.MEMBER),
+    }
+    return render(request, "datasets/detail.html", context)
+
+
+def dataset_rows(request, pk: int, number: int):
+    """htmx partial: the first rows of a version, all or one split."""
+    dataset = selectors.dataset_get(user=request.user, pk=pk)
+    version = selectors.dataset_version_get(dataset=dataset, number=number)
+    split = request.GET.get("split") if request.GET.get("split") in (TRAIN, EVAL) else None
+    rows = selectors.dataset_rows(version=version, split=split)
+    return render(request, "datasets/_rows.html", {"rows": rows, "version": version, "split": split})
+
+
+@team_role_required(Role.MEMBER)
+def dataset_create(request):
+    form = DatasetCreateForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = _upload(form, team=request.team, user=request.user, name=form.cleaned_data["name"])
+        if upload is not None:
+            return redirect(upload)
+    return render(request, "datasets/form.html", {"form": form, "dataset": None})
+
+
+def dataset_edit(request, pk: int):
+    dataset = selectors.dataset_get(user=request.user, pk=pk, min_role=Role.MEMBER)
+    latest = dataset.latest_version()
+    initial = {
+        "description": latest.description,
+        "split_method": latest.split_method,
+        "eval_ratio": latest.eval_ratio,
+        "split_seed": latest.split_seed,
+        "split_column": latest.split_column,
+    }
+    form = DatasetUploadForm(request.POST or None, request.FILES or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        upload = _upload(form, team=dataset.team, user=request.user, name=dataset.name, dataset=dataset)
+        if upload is not None:
+            return redirect(upload)
+    return render(request, "datasets/form.html", {"form": form, "dataset": dataset, "latest": latest})
+
+
+def _upload(form, *, team, user, name, dataset=None):
+    data = form.cleaned_data
+    try:
+        return services.dataset_upload_create(
+            team=team,
+            user=user,
+            name=name,
+            dataset=dataset,
+            file=data.get("file"),
+            description=data["description"],
+            note=data["note"],
+            split_method=data["split_method"],
+            eval_ratio=data["eval_ratio"],
+            split_seed=data["split_seed"],
+            split_column=data["split_column"],
+        )
+    except ValidationError as exc:
+        form.add_error(None, exc)
+        return None
+
+
+def upload_detail(request, pk: int):
+    upload = selectors.dataset_upload_get(user=request.user, pk=pk)
+    return render(request, "datasets/upload.html", {"upload": upload})
+
+
+def upload_status(request, pk: int):
+    """htmx partial polled while the upload's task runs."""
+    upload = selectors.dataset_upload_get(user=request.user, pk=pk)
+    return render(request, "datasets/_upload_status.html", {"upload": upload})
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
