@@ -1,0 +1,53 @@
+"""What a normal snippet gets back: output, the REPL value, the last traceback line, timing."""
+
+from __future__ import annotations
+
+from trainers.sandbox import WorkerPool
+
+
+def test_prints_output_and_reports_ok(pool: WorkerPool) -> None:
+    result = pool.run("print(6 * 7)")
+    assert (result.status, result.stdout, result.error_line) == ("ok", "42\n", "")
+
+
+def test_final_expression_is_printed_like_a_repl(pool: WorkerPool) -> None:
+    assert pool.run("x = [1, 2]\nx + [3]").stdout == "[1, 2, 3]\n"
+
+
+def test_exception_reports_last_traceback_line(pool: WorkerPool) -> None:
+    result = pool.run("print('before')\n1 / 0")
+    assert result.status == "error"
+    assert result.stdout == "before\n"
+    assert result.error_line == "ZeroDivisionError: division by zero"
+    assert "Traceback" in result.stderr
+
+
+def test_syntax_error_is_an_error_result(pool: WorkerPool) -> None:
+    result = pool.run("def broken(:\n")
+    assert result.status == "error"
+    assert result.error_line.startswith("SyntaxError")
+
+
+def test_nonzero_exit_is_an_error(pool: WorkerPool) -> None:
+    result = pool.run("import sys; sys.exit(3)")
+    assert (result.status, result.error_line) == ("error", "SystemExit: 3")
+
+
+def test_globals_do_not_survive_between_calls(pool: WorkerPool) -> None:
+    pool.run("leak = 1")
+    assert pool.run("print('leak' in globals())").stdout == "False\n"
+
+
+def test_scratch_directory_is_writable_and_fresh(pool: WorkerPool) -> None:
+    first = pool.run("open('note.txt', 'w').write('hi'); print(open('note.txt').read())")
+    second = pool.run("import os; print(os.path.exists('note.txt'))")
+    assert first.stdout == "hi\n"
+    assert second.stdout == "False\n"
+
+
+def test_warm_call_is_fast(pool: WorkerPool) -> None:
+    pool.run("pass")  # let the pool refill behind this one
+    import time
+
+    time.sleep(0.5)
+    assert pool.run("print(1)").elapsed_s < 0.5

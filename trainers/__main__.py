@@ -1,0 +1,7 @@
+"""`python -m trainers ...`"""
+
+import sys
+
+from trainers.cli import main
+
+sys.exit(main())

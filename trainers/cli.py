@@ -1,0 +1,19 @@
+"""The trainers command line: one subcommand per task, each in the module that owns it."""
+
+from __future__ import annotations
+
+import argparse
+
+from trainers.sandbox import cli as sandbox_cli
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m trainers", description="Agent RL Workbench trainers")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    sandbox_cli.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
