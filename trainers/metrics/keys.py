@@ -74,8 +74,13 @@ STANDARD_KEYS = (
 )
 
 
+_REWARD_SUMMARIES = {REWARD_MEAN, REWARD_STD, REWARD_GROUP_STD_MEAN, REWARD_ZERO_VARIANCE_FRAC}
+
+
 def reward_component_key(component: str) -> str:
-    return f"{REWARD_COMPONENT_PREFIX}{component}"
+    """reward/<component>; a component named like a summary (e.g. "mean") goes to reward/component/<name>."""
+    key = f"{REWARD_COMPONENT_PREFIX}{component}"
+    return f"{REWARD_COMPONENT_PREFIX}component/{component}" if key in _REWARD_SUMMARIES else key
 
 
 def tool_calls_key(tool: str) -> str:

@@ -1,0 +1,193 @@
+"""RAGEN echo-trap detector (arXiv 2504.20073, sec. 4.1): rules over the metric stream.
+
+The collapse's signature: within-group reward std falls off a cliff, entropy drops, the gradient
+norm spikes. Rules: `std_collapse` (smoothed std below a fraction of its running peak),
+`entropy_drop` (smoothed entropy below a fraction of its peak or early level), `grad_spike` (grad
+norm above a multiple of its rolling median), and `echo_trap` when the std collapse coincides with
+an entropy drop or a grad spike within `coincidence_window` steps. Each rule fires when its
+condition becomes true and re-arms when it is false again.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trainers.metrics import keys
+
+Severity = Literal["info", "warning", "critical"]
+
+
+class EchoTrapConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    std_key: str = Field(keys.REWARD_GROUP_STD_MEAN, description="series of within-group reward std")
+    entropy_key: str = Field(keys.LOSS_ENTROPY, description="series of policy entropy")
+    grad_norm_key: str = Field(keys.LOSS_GRAD_NORM, description="series of gradient norm")
+    reward_key: str = Field(keys.REWARD_MEAN, description="reward series, quoted in the evidence")
+    warmup_steps: int = Field(5, ge=1, description="points a series needs before its rule may fire")
+    smoothing: int = Field(3, ge=1, description="rolling-mean window applied to std and entropy")
+    std_collapse_ratio: float = Field(0.3, gt=0, lt=1, description="alert when std < ratio * running peak")
+    std_min_peak: float = Field(1e-3, ge=0, description="ignore std collapse if the peak never exceeded this")
+    entropy_drop_ratio: float = Field(0.5, gt=0, lt=1, description="alert when entropy < ratio * reference")
+    entropy_reference: Literal["peak", "early"] = Field("peak", description="peak or mean of the early steps")
+    early_steps: int = Field(5, ge=1, description="points averaged for the 'early' entropy reference")
+    grad_spike_factor: float = Field(5.0, gt=1, description="alert when grad norm > factor * rolling median")
+    grad_window: int = Field(20, ge=2, description="past points in the grad norm rolling median")
+    coincidence_window: int = Field(10, ge=0, description="steps within which signals count as coinciding")
+
+
+@dataclass
+class Alert:
+    step: int  # where the rule fired
+    rule: str  # std_collapse | entropy_drop | grad_spike | echo_trap
+    severity: Severity
+    message: str  # the evidence in words, numbers included
+    evidence: dict[str, float] = field(default_factory=dict)
+    start_step: int | None = None  # where the shaded region on the charts begins (e.g. the peak)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Series:
+    """One metric's history with its smoothed running peak."""
+
+    points: list[tuple[int, float]] = field(default_factory=list)
+    smoothed: list[float] = field(default_factory=list)
+    peak: float = -math.inf
+    peak_step: int = 0
+
+    def add(self, step: int, value: float, window: int) -> None:
+        self.points.append((step, value))
+        recent = [v for _, v in self.points[-window:]]
+        self.smoothed.append(sum(recent) / len(recent))
+        if self.smoothed[-1] > self.peak:
+            self.peak, self.peak_step = self.smoothed[-1], step
+
+
+class EchoTrapDetector:
+    """Streaming: call `update(step, metrics)` once per step; `detect(series)` replays stored series."""
+
+    def __init__(self, config: EchoTrapConfig | None = None) -> None:
+        self.config = config or EchoTrapConfig()
+        self.series: dict[str, _Series] = {}
+        self.active: dict[str, bool] = {}
+        self.last_fired: dict[str, int] = {}
+        self.latest: dict[str, Alert] = {}
+
+    def update(self, step: int, metrics: Mapping[str, float]) -> list[Alert]:
+        """Add this step's points; a rule is judged only when its own series got a new point."""
+        cfg = self.config
+        fresh = set()
+        for key in (cfg.std_key, cfg.entropy_key, cfg.grad_norm_key, cfg.reward_key):
+            value = metrics.get(key)
+            if value is not None and math.isfinite(value):
+                self.series.setdefault(key, _Series()).add(step, float(value), cfg.smoothing)
+                fresh.add(key)
+        alerts = []
+        for rule, key, check in (
+            ("std_collapse", cfg.std_key, self._std_collapse),
+            ("entropy_drop", cfg.entropy_key, self._entropy_drop),
+            ("grad_spike", cfg.grad_norm_key, self._grad_spike),
+        ):
+            if key in fresh:
+                alerts += self._transition(rule, step, check(step, self.series[key]))
+        alerts += self._transition("echo_trap", step, self._echo_trap(step))
+        return alerts
+
+    def detect(self, series: Mapping[str, list[tuple[int, float]]]) -> list[Alert]:
+        """Batch mode: replay series {key: [(step, value), ...]} through a fresh detector."""
+        fresh = EchoTrapDetector(self.config)
+        by_step: dict[int, dict[str, float]] = {}
+        for key, points in series.items():
+            for step, value in points:
+                by_step.setdefault(int(step), {})[key] = value
+        return [alert for step in sorted(by_step) for alert in fresh.update(step, by_step[step])]
+
+    # --- rules: each returns an Alert while its condition holds, else None -----------------------
+    def _std_collapse(self, step: int, s: _Series) -> Alert | None:
+        cfg = self.config
+        if len(s.points) < cfg.warmup_steps or s.peak < cfg.std_min_peak:
+            return None
+        value = s.smoothed[-1]
+        if value >= cfg.std_collapse_ratio * s.peak:
+            return None
+        fraction = value / s.peak
+        evidence = {"value": value, "peak": s.peak, "peak_step": s.peak_step, "fraction_of_peak": fraction}
+        message = (
+            f"within-group reward std fell to {fraction:.0%} of its peak {s.peak:.3g} "
+            f"(step {s.peak_step}) at step {step}"
+        )
+        reward = self.series.get(cfg.reward_key)
+        if reward is not None:
+            evidence["reward_mean"] = reward.points[-1][1]
+            message += f"; reward mean {reward.points[-1][1]:.3g}"
+        return Alert(step, "std_collapse", "warning", message, evidence, s.peak_step)
+
+    def _entropy_drop(self, step: int, s: _Series) -> Alert | None:
+        cfg = self.config
+        if len(s.points) < max(cfg.warmup_steps, cfg.early_steps):
+            return None
+        if cfg.entropy_reference == "peak":
+            reference, ref_step = s.peak, s.peak_step
+        else:
+            early = [v for _, v in s.points[: cfg.early_steps]]
+            reference, ref_step = sum(early) / len(early), s.points[0][0]
+        value = s.smoothed[-1]
+        if reference <= 0 or value >= cfg.entropy_drop_ratio * reference:
+            return None
+        drop = 1.0 - value / reference
+        evidence = {"value": value, "reference": reference, "drop": drop}
+        message = f"entropy fell {drop:.0%} from {reference:.3g} to {value:.3g} at step {step}"
+        return Alert(step, "entropy_drop", "warning", message, evidence, ref_step)
+
+    def _grad_spike(self, step: int, s: _Series) -> Alert | None:
+        cfg = self.config
+        history = [v for _, v in s.points[-cfg.grad_window - 1 : -1]]
+        if len(history) < cfg.warmup_steps:
+            return None
+        median, value = statistics.median(history), s.points[-1][1]
+        if median <= 0 or value <= cfg.grad_spike_factor * median:
+            return None
+        evidence = {"value": value, "median": median, "factor": value / median}
+        message = f"grad norm spiked to {value:.3g}, {value / median:.1f}x its rolling median {median:.3g}"
+        return Alert(step, "grad_spike", "warning", message, evidence, step)
+
+    def _echo_trap(self, step: int) -> Alert | None:
+        if not self.active.get("std_collapse"):
+            return None
+        window = self.config.coincidence_window
+        partners = [
+            rule
+            for rule in ("entropy_drop", "grad_spike")
+            if self.active.get(rule) or step - self.last_fired.get(rule, -math.inf) <= window
+        ]
+        if not partners:
+            return None
+        collapse = self.latest["std_collapse"]
+        parts = [collapse.message] + [self.latest[rule].message for rule in partners]
+        evidence = {f"std_{k}": v for k, v in collapse.evidence.items()}
+        for rule in partners:
+            evidence.update({f"{rule}_{k}": v for k, v in self.latest[rule].evidence.items()})
+        message = "echo trap: " + "; while ".join(parts)
+        return Alert(step, "echo_trap", "critical", message, evidence, collapse.start_step)
+
+    # --- bookkeeping ------------------------------------------------------------------------------
+    def _transition(self, rule: str, step: int, alert: Alert | None) -> list[Alert]:
+        """Fire on the step a condition becomes true; keep the latest evidence while it holds."""
+        was_active = self.active.get(rule, False)
+        self.active[rule] = alert is not None
+        if alert is None:
+            return []
+        self.latest[rule] = alert
+        if was_active:
+            return []
+        self.last_fired[rule] = step
+        return [alert]

@@ -1,0 +1,76 @@
+"""Per-step rollout statistics of a batch of scored trajectories (keys in `trainers.metrics.keys`)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+
+from trainers.metrics import keys
+from trainers.trajectory import Trajectory
+
+TRUNCATION_REASONS = ("length", "token_budget")  # the rollout's finish reasons for a cut-off response
+
+
+def _mean(values: Iterable[float]) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
+
+
+def reward_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """Mean/std of rewards, mean within-group std (sample std), share of zero-variance groups, components."""
+    rewards = [t.reward for t in trajectories]
+    groups: dict[str, list[float]] = {}
+    for t in trajectories:
+        groups.setdefault(t.group_id, []).append(t.reward)
+    group_stds = [statistics.stdev(g) if len(g) > 1 else 0.0 for g in groups.values()]
+    out = {
+        keys.REWARD_MEAN: _mean(rewards),
+        keys.REWARD_STD: statistics.pstdev(rewards) if rewards else 0.0,
+        keys.REWARD_GROUP_STD_MEAN: _mean(group_stds),
+        keys.REWARD_ZERO_VARIANCE_FRAC: _mean(float(max(g) == min(g)) for g in groups.values()),
+    }
+    components = sorted({name for t in trajectories for name in t.rewards})
+    for name in components:
+        values = [t.rewards[name] for t in trajectories if name in t.rewards]
+        out[keys.reward_component_key(name)] = _mean(values)
+    return out
+
+
+def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    lengths = [t.num_policy_tokens for t in trajectories]
+    return {
+        keys.RESPONSE_LENGTH: _mean(lengths),
+        keys.RESPONSE_LENGTH_MAX: float(max(lengths, default=0)),
+        keys.TURNS: _mean(len(t.assistant_turns) for t in trajectories),
+        keys.TRUNCATED_FRAC: _mean(float(t.finish_reason in TRUNCATION_REASONS) for t in trajectories),
+    }
+
+
+def tool_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """Calls per trajectory (all and by tool); success and parse-error rates only when there were calls."""
+    out = {keys.TOOL_CALLS_PER_TRAJ: _mean(t.num_tool_calls for t in trajectories)}
+    by_tool: dict[str, int] = {}
+    for t in trajectories:
+        for name, count in t.tool_calls_by_name().items():
+            by_tool[name] = by_tool.get(name, 0) + count
+    for name, count in sorted(by_tool.items()):
+        out[keys.tool_calls_key(name)] = count / len(trajectories)
+    executed = [r for t in trajectories for r in t.tool_results if r.executed]
+    if executed:
+        out[keys.TOOL_SUCCESS_RATE] = _mean(float(r.ok) for r in executed)
+    calls = [c for t in trajectories for c in t.tool_calls]
+    if calls:
+        out[keys.TOOL_PARSE_ERROR_RATE] = _mean(float(c.parse_error is not None) for c in calls)
+    return out
+
+
+def compute_step_metrics(
+    trajectories: Sequence[Trajectory], *, filtered_frac: float | None = None
+) -> dict[str, float]:
+    """All rollout-side metrics of one step; pass the filters' `FilterResult.filtered_frac` if any ran."""
+    if not trajectories:
+        return {} if filtered_frac is None else {keys.FILTERED_FRAC: filtered_frac}
+    out = {**reward_metrics(trajectories), **rollout_metrics(trajectories), **tool_metrics(trajectories)}
+    if filtered_frac is not None:
+        out[keys.FILTERED_FRAC] = filtered_frac
+    return out
