@@ -1,0 +1,60 @@
+# Agent RL Workbench. `make run` starts everything on this machine; `make test` runs the test suite.
+# Without DATABASE_URL / REDIS_URL, `make run` uses SQLite and a filesystem broker under var/.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+WORKER_CONCURRENCY ?= 2
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/workbench
+SHELL := /bin/bash
+
+.PHONY: run test bench lint venv worker clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+
+# Reinstall only when a requirements file changed since the last install.
+$(STAMP): requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install -r requirements.txt -r requirements-dev.txt
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	mkdir -p var
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v 0
+	$(PY) manage.py seed_demo
+	$(PY) -m celery -A workbench worker -Q gpu,rollout,cpu -n local@%h -c $(WORKER_CONCURRENCY) -l INFO \
+		--logfile var/worker.log --pidfile var/worker.pid --detach
+	@echo ""
+	@echo "  Workbench: http://$(HOST):$(PORT)/   (log in as shown above; worker log: var/worker.log)"
+	@echo ""
+	trap 'kill $$(cat var/worker.pid) 2>/dev/null' EXIT INT TERM; \
+		$(VENV)/bin/gunicorn workbench.wsgi -b $(HOST):$(PORT) --workers 2 --threads 4 --timeout 600 \
+		--access-logfile -
+
+test: $(STAMP)
+	$(PY) -m pytest tests -q
+
+# Benchmarks need PostgreSQL; each script's output is kept in bench-results/<script>.txt.
+bench: $(STAMP)
+	mkdir -p bench-results
+	export DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)}; \
+	$(PY) manage.py migrate --noinput -v 0 && \
+	status=0; for script in tests/benchmarks/bench_*.py; do \
+		name=$$(basename $$script .py); echo "== $$name"; \
+		$(PY) $$script 2>&1 | tee bench-results/$$name.txt; \
+		[ $${PIPESTATUS[0]} -eq 0 ] || status=1; \
+	done; exit $$status
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+clean:
+	rm -rf var staticfiles bench-results

@@ -1,0 +1,173 @@
+"""Workbench test set-up: Django on PostgreSQL + Redis, teams with roles, a real Celery worker, a browser.
+
+Django is configured here, not in pyproject, so the pure-python trainers tests never load it.
+DATABASE_URL (default postgres://postgres@127.0.0.1:5432/workbench; pytest-django creates test_<name>)
+and REDIS_URL (default redis://127.0.0.1:6379/0) may be overridden, e.g. one database per developer.
+"""
+
+import os
+import uuid
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/workbench")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+# Each session gets its own Redis keys, so concurrent sessions never take each other's tasks.
+os.environ["REDIS_KEY_PREFIX"] = f"wbtest-{uuid.uuid4().hex[:8]}:"
+# Playwright's sync API runs an event loop in the main thread; the ORM calls in tests are still synchronous.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+import django
+import pytest
+from pytest_django.plugin import _setup_django
+
+from tests.workbench.support.browser import CHROMIUM, CHROMIUM_ARGS, log_in
+from tests.workbench.support.worker import WorkerProcess, database_url_for
+
+PASSWORD = "pw-test-12345"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Whitenoise warns that staticfiles/ is missing until collectstatic ran; tests serve from finders.
+    config.addinivalue_line("filterwarnings", "ignore:No directory at:UserWarning")
+    django.setup()
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # tests only: fast logins
+    _setup_django(config)  # what pytest-django does when settings come from its own options
+
+
+# Teams and users -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def make_user(db, django_user_model):
+    """make_user("ada", team, "member") -> a user with that role in team (no team: no membership)."""
+    from workbench.accounts.models import Membership
+
+    def make(username: str, team=None, role: str = "member"):
+        user = django_user_model.objects.create_user(username=username, password=PASSWORD)
+        if team is not None:
+            Membership.objects.create(user=user, team=team, role=role)
+        return user
+
+    return make
+
+
+@pytest.fixture
+def team(db):
+    from workbench.accounts.models import Team
+
+    return Team.objects.create(name="alpha")
+
+
+@pytest.fixture
+def other_team(db):
+    from workbench.accounts.models import Team
+
+    return Team.objects.create(name="beta")
+
+
+@pytest.fixture
+def admin(make_user, team):
+    return make_user("ann-admin", team, "admin")
+
+
+@pytest.fixture
+def member(make_user, team):
+    return make_user("ada", team, "member")
+
+
+@pytest.fixture
+def viewer(make_user, team):
+    return make_user("vic-viewer", team, "viewer")
+
+
+@pytest.fixture
+def outsider(make_user, other_team):
+    """A member of another team: every object of `team` must be invisible (404) to them."""
+    return make_user("eve", other_team, "member")
+
+
+@pytest.fixture
+def client_for(db):
+    """client_for(user) -> a Django test client logged in as user."""
+    from django.test import Client
+
+    def make(user):
+        client = Client()
+        client.force_login(user)
+        return client
+
+    return make
+
+
+# A real Celery worker ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def worker_env(django_db_setup, django_db_blocker) -> dict:
+    """Environment for worker processes: this session's test database, Redis keys and a fast heartbeat."""
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        url = database_url_for(connection.settings_dict)
+    return {**os.environ, "DATABASE_URL": url, "WORKER_HEARTBEAT_INTERVAL": "1"}
+
+
+@pytest.fixture(scope="session")
+def celery_worker(worker_env, django_db_blocker, tmp_path_factory):
+    """One worker process on the gpu, rollout and cpu queues for the session; tests use transactional_db."""
+    worker = WorkerProcess(env=worker_env, log_dir=tmp_path_factory.mktemp("worker"))
+    worker.start()
+    with django_db_blocker.unblock():
+        worker.wait_online()
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture
+def start_worker(worker_env, tmp_path):
+    """start_worker(queues=...) -> a worker of its own (e.g. to kill it); stopped after the test."""
+    started: list[WorkerProcess] = []
+
+    def start(queues: str = "gpu,rollout,cpu") -> WorkerProcess:
+        worker = WorkerProcess(env=worker_env, log_dir=tmp_path, queues=queues)
+        worker.start()
+        started.append(worker)
+        worker.wait_online()
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+# A real browser -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, live_server):
+    """A fresh browser context on the live server; page.goto("/datasets/") works with relative URLs."""
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    tab.set_default_timeout(15_000)
+    yield tab
+    context.close()
+
+
+@pytest.fixture
+def login(page):
+    """login(user) logs page in through the real login form."""
+    return lambda user, password=PASSWORD: log_in(page, user.username, password)
