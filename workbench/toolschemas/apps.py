@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ToolSchemasConfig(AppConfig):
+    name = "workbench.toolschemas"
+    label = "toolschemas"

@@ -1,0 +1,58 @@
+"""Tool schemas: an OpenAI-style function spec bound to a built-in tool or an HTTP endpoint."""
+
+import json
+
+from django.db import models
+from django.urls import reverse
+
+from workbench.catalog.models import CatalogItem, CatalogVersion
+from workbench.toolschemas.specs import function_spec
+
+
+class Implementation(models.TextChoices):
+    BUILTIN = "builtin", "Built-in tool of the trainers library"
+    HTTP = "http", "HTTP endpoint"
+
+
+class ToolSchema(CatalogItem):
+    list_url_name = "toolschemas:list"
+
+    def get_absolute_url(self) -> str:
+        return reverse("toolschemas:detail", args=[self.pk])
+
+
+class ToolSchemaVersion(CatalogVersion):
+    item = models.ForeignKey(ToolSchema, on_delete=models.PROTECT, related_name="versions")
+    function_name = models.CharField(max_length=64)  # what the model writes in a call
+    description = models.TextField()
+    parameters = models.JSONField()
+    implementation = models.CharField(max_length=10, choices=Implementation.choices)
+    builtin = models.CharField(max_length=50, blank=True)  # a name in trainers.tools.TOOLS
+    url = models.URLField(blank=True)
+    timeout_s = models.FloatField(default=10.0)
+
+    class Meta(CatalogVersion.Meta):
+        pass
+
+    def spec(self) -> dict:
+        """The function spec shown to the model in the prompt."""
+        return function_spec(
+            name=self.function_name, description=self.description, parameters=self.parameters
+        )
+
+    def binding(self) -> dict:
+        """A `trainers.tools.ToolBinding` (name + config) that builds the implementation."""
+        if self.implementation == Implementation.HTTP:
+            config = {
+                "url": self.url,
+                "name": self.function_name,
+                "description": self.description,
+                "parameters": self.parameters,
+                "timeout_s": self.timeout_s,
+            }
+            return {"name": "http", "config": config}
+        return {"name": self.builtin, "config": {"timeout_s": self.timeout_s}}
+
+    def canonical_text(self) -> str:
+        content = {"spec": self.spec(), "implementation": self.implementation, "binding": self.binding()}
+        return json.dumps(content, indent=2, sort_keys=True, ensure_ascii=False)

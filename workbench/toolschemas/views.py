@@ -1,0 +1,130 @@
+"""Tool schema pages: list, detail with a "try it" form, create (optionally from a built-in preset), edit."""
+
+import json
+
+from django.core.exceptions import ValidationError
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from workbench.accounts.access import role_at_least, team_role_required
+from workbench.accounts.models import Role
+from workbench.accounts.selectors import role_for
+from workbench.toolschemas import selectors, services
+from workbench.toolschemas.forms import ToolSchemaCreateForm, ToolSchemaForm, TryForm
+from workbench.toolschemas.models import Implementation
+
+
+def tool_schema_list(request):
+    items = selectors.tool_schema_list(user=request.user, team=request.team)
+    context = {
+        "items": items,
+        "can_write": role_at_least(request.team_role, Role.MEMBER),
+        "builtins": services.builtin_names(),
+    }
+    return render(request, "toolschemas/list.html", context)
+
+
+def tool_schema_detail(request, pk: int):
+    item = selectors.tool_schema_get(user=request.user, pk=pk)
+    version = selectors.tool_schema_version_get(item=item, number=_int(request.GET.get("version")))
+    example = {key: "" for key in version.parameters.get("required", [])}
+    context = {
+        "item": item,
+        "version": version,
+        "versions": item.versions.order_by("-number").values_list("number", flat=True),
+        "spec_json": json.dumps(version.spec(), indent=2, ensure_ascii=False),
+        "try_form": TryForm(initial={"arguments": json.dumps(example)}),
+        "can_write": role_at_least(role_for(user=request.user, team=item.team), Role.MEMBER),
+    }
+    return render(request, "toolschemas/detail.html", context)
+
+
+@require_POST
+def tool_schema_try(request, pk: int, number: int):
+    """htmx partial: run the tool with the posted arguments (members only: it executes code)."""
+    item = selectors.tool_schema_get(user=request.user, pk=pk, min_role=Role.MEMBER)
+    version = selectors.tool_schema_version_get(item=item, number=number)
+    result = services.tool_schema_try(version=version, arguments_text=request.POST.get("arguments", ""))
+    return render(request, "toolschemas/_try_result.html", {"result": result})
+
+
+@team_role_required(Role.MEMBER)
+def tool_schema_create(request):
+    form = ToolSchemaCreateForm(request.POST or None, initial=_preset(request.GET.get("preset", "")))
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            version = services.tool_schema_create(
+                team=request.team,
+                user=request.user,
+                name=data["name"],
+                content=_content(data),
+                note=data["note"],
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            return redirect(version.item)
+    return render(
+        request, "toolschemas/form.html", {"form": form, "item": None, "builtins": services.builtin_names()}
+    )
+
+
+def tool_schema_edit(request, pk: int):
+    item = selectors.tool_schema_get(user=request.user, pk=pk, min_role=Role.MEMBER)
+    latest = item.latest_version()
+    initial = {
+        "function_name": latest.function_name,
+        "description": latest.description,
+        "parameters": latest.parameters,
+        "implementation": latest.implementation,
+        "builtin": latest.builtin,
+        "url": latest.url,
+        "timeout_s": latest.timeout_s,
+    }
+    form = ToolSchemaForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.tool_schema_update(
+                item=item, user=request.user, content=_content(data), note=data["note"]
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            return redirect(item)
+    return render(request, "toolschemas/form.html", {"form": form, "item": item})
+
+
+def _content(data: dict) -> services.ToolSchemaContent:
+    return services.ToolSchemaContent(
+        function_name=data["function_name"].strip(),
+        description=data["description"],
+        parameters=data["parameters"],
+        implementation=data["implementation"],
+        builtin=data["builtin"],
+        url=data["url"],
+        timeout_s=data["timeout_s"],
+    )
+
+
+def _preset(name: str) -> dict:
+    """Initial form values copied from a built-in tool's own spec."""
+    if name not in services.builtin_names():
+        return {"implementation": Implementation.BUILTIN}
+    spec = services.builtin_spec(name)
+    return {
+        "name": name,
+        "function_name": spec["name"],
+        "description": spec["description"],
+        "parameters": spec["parameters"],
+        "implementation": Implementation.BUILTIN,
+        "builtin": name,
+    }
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
