@@ -154,11 +154,8 @@ class RolloutEngine:
             return self._ended_without_calls(progress, out.finish_reason, parsed.final_answer is not None)
         closed = out.finish_reason == "eos"
         glue, role = await self._answer_calls(turn, parsed.tool_calls, toolset, progress, closed)
-        if glue is None:  # ToRL past the limit with nothing executed: the model continues in text
-            if closed:
-                progress.finish = "eos"
-                return False
-            return True
+        if glue is None:  # ToRL past the limit, nothing executed: as if the turn had no calls
+            return self._ended_without_calls(progress, out.finish_reason, parsed.final_answer is not None)
         glue_ids = self.encode(glue)
         traj.turns.append(Turn(role, glue, glue_ids, [0] * len(glue_ids)))
         progress.context.extend(glue_ids)

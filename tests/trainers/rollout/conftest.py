@@ -78,3 +78,15 @@ def scripted(tiny_tokenizer):
     """Factory: scripted(respond, delay_s=0.0) -> ScriptedBackend over the tiny tokenizer."""
     SleepTool.starts.clear()
     return lambda respond, delay_s=0.0: ScriptedBackend(tiny_tokenizer, respond, delay_s)
+
+
+@TOOLS.register("test_code")
+class CodeTool(Tool):
+    """Stands in for a code interpreter: reports the code it was given, instantly."""
+
+    name = "test_code"
+    description = "run code"
+    parameters = {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}
+
+    async def run(self, arguments: dict[str, Any]) -> ToolOutput:
+        return ToolOutput(True, f"ran {arguments['code'].strip()}")
