@@ -1,0 +1,62 @@
+"""Against a real Celery worker process on Redis and PostgreSQL: a job end to end, and the status page."""
+
+import time
+
+import pytest
+
+from workbench.jobs import services
+from workbench.jobs.models import JobProgress, WorkerHeartbeat
+from workbench.jobs.tasks import queue_check
+
+pytestmark = [pytest.mark.services, pytest.mark.timeout(180)]
+
+
+def wait_for(predicate, timeout: float = 30.0, every: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(every)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+@pytest.mark.parametrize("queue", ["gpu", "rollout", "cpu"])
+def test_a_job_on_each_queue_runs_on_the_worker_and_reports_progress(
+    transactional_db, celery_worker, team, queue
+):
+    job = services.job_create(team=team, kind="queue_check")
+    services.job_enqueue(job=job, task=queue_check, queue=queue)  # autocommit: sent at once
+    finished = wait_for(lambda: JobProgress.objects.filter(pk=job.pk, status="succeeded").first())
+    assert finished.progress == 1.0
+    assert f"Queue {queue} answered by {celery_worker.hostname}" in finished.message
+
+
+def test_status_page_lists_the_live_worker_with_its_queues_and_redis_ping(
+    transactional_db, celery_worker, client_for, member
+):
+    wait_for(lambda: WorkerHeartbeat.objects.filter(hostname=celery_worker.hostname).exists())
+    body = client_for(member).get("/status/").content.decode()
+    assert celery_worker.hostname in body
+    assert '<span class="tag">gpu</span> <span class="tag">rollout</span>' in body
+    assert "pong" in body  # inspect().ping() answered over Redis
+    assert body.count('<span class="ok">up</span>') == 2  # database and broker
+
+
+def test_a_killed_worker_drops_off_the_status_page(
+    transactional_db, start_worker, client_for, member, settings
+):
+    settings.WORKER_HEARTBEAT_TTL = 3
+    worker = start_worker(queues="cpu")
+    client = client_for(member)
+    assert worker.hostname in client.get("/status/panel/").content.decode()
+    worker.kill()  # SIGKILL: no shutdown handler removes the row; only the stale heartbeat tells
+    wait_for(
+        lambda: worker.hostname not in client.get("/status/panel/").content.decode(), timeout=15, every=0.5
+    )
+    assert WorkerHeartbeat.objects.filter(hostname=worker.hostname).exists()
+
+
+def test_a_stopped_worker_removes_its_heartbeat(transactional_db, start_worker):
+    worker = start_worker(queues="cpu")
+    worker.stop()  # warm shutdown runs the worker_shutdown handler
+    assert not WorkerHeartbeat.objects.filter(hostname=worker.hostname).exists()
