@@ -2,7 +2,7 @@
 
 from trainers.advantages import dr_grpo, gigpo, grpo, ppo, reinforce_pp, remax, rloo  # noqa: F401 (registers)
 from trainers.advantages.base import ESTIMATORS, AdvantageBatch, AdvantageEstimator, AdvantageResult, Step
-from trainers.advantages.batch import advantage_batch_from_trajectories, trajectory_steps
+from trainers.advantages.batch import advantage_batch_from_trajectories, trajectory_steps, write_advantages
 
 __all__ = [
     "ESTIMATORS",
@@ -12,4 +12,5 @@ __all__ = [
     "Step",
     "advantage_batch_from_trajectories",
     "trajectory_steps",
+    "write_advantages",
 ]

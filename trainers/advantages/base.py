@@ -37,7 +37,7 @@ class AdvantageBatch:
     steps: list[list[Step]] = field(default_factory=list)  # per trajectory, per assistant turn
     values: torch.Tensor | None = None  # [B, T] critic values (ppo)
     token_rewards: torch.Tensor | None = None  # [B, T] token-level rewards (ppo, reinforce_pp)
-    kl: torch.Tensor | None = None  # [B, T] per-token KL to the reference, folded into rewards if asked
+    kl: torch.Tensor | None = None  # [B, T] k1 KL (logp_old - ref_logp) per token, for kl_coef
     baseline_rewards: dict[str, float] | None = None  # group id -> greedy response reward (remax)
 
     def __post_init__(self) -> None:

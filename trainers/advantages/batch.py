@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import torch
 
-from trainers.advantages.base import AdvantageBatch, Step
+from trainers.advantages.base import AdvantageBatch, AdvantageResult, Step
 from trainers.trajectory import Trajectory
 
 
@@ -23,7 +23,7 @@ def trajectory_steps(trajectory: Trajectory) -> list[Step]:
     previous_state = trajectory.metadata.get("initial_state")
     for turn in trajectory.response_turns:
         if turn.role == "assistant":
-            reward = turn.env_reward or 0.0 if has_env_rewards else 0.0
+            reward = (turn.env_reward or 0.0) if has_env_rewards else 0.0
             steps.append(Step(offset, offset + len(turn.token_ids), reward, turn.state_hash, previous_state))
             previous_state = turn.state
         offset += len(turn.token_ids)
@@ -61,3 +61,23 @@ def advantage_batch_from_trajectories(
         kl=kl,
         baseline_rewards=baseline_rewards,
     )
+
+
+def write_advantages(trajectories: Sequence[Trajectory], result: AdvantageResult) -> None:
+    """Record advantages on the trajectories for the inspector.
+
+    Trajectory.advantage = mean over its policy tokens; each assistant Turn.advantage = its step's
+    value; GiGPO's anchor-group key of each step goes to metadata["anchor_groups"].
+    """
+    mask = result.advantages.new_zeros(result.advantages.shape)
+    for row, trajectory in enumerate(trajectories):
+        row_mask = trajectory.response_loss_mask
+        mask[row, : len(row_mask)] = torch.tensor(row_mask, dtype=mask.dtype)
+    totals = (result.advantages * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
+    for row, trajectory in enumerate(trajectories):
+        trajectory.advantage = float(totals[row])
+        turn_values = result.turn_advantages[row] if result.turn_advantages else []
+        for turn, value in zip(trajectory.assistant_turns, turn_values, strict=False):
+            turn.advantage = value
+        if result.step_groups is not None:
+            trajectory.metadata["anchor_groups"] = list(result.step_groups[row])

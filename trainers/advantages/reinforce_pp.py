@@ -1,8 +1,9 @@
 """REINFORCE++ (arXiv 2501.03262, sec. 3): token rewards r_t = 1[t = EOS] r - beta * KL_t, returns
 G_t = sum_k gamma^(k-t) r_k, then advantages normalised over all policy tokens of the global batch.
 
-Optional history baseline (the survey's variant, not in the paper): subtract a moving average of
-past batches' mean rewards from the outcome reward; this makes the estimator stateful.
+Optional group baseline (the paper's REINFORCE++-baseline, later versions of 2501.03262): subtract
+the prompt group's mean reward first. Optional history baseline (the survey's variant, not in the
+paper): subtract a moving average of past batches' mean rewards; this makes the estimator stateful.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from trainers.advantages.base import (
     AdvantageResult,
     turn_means,
 )
+from trainers.advantages.grpo import group_normalised
 from trainers.advantages.tokens import gae, masked_whiten, token_level_rewards
 
 
@@ -29,22 +31,26 @@ class ReinforcePP(AdvantageEstimator):
         normalize: bool = True,
         history_baseline: bool = False,
         history_momentum: float = 0.9,
+        group_baseline: bool = False,
     ) -> None:
         self.gamma = gamma  # discount of token rewards along the response
         self.kl_coef = kl_coef  # beta: per-token KL to the reference folded into rewards; 0 = none
         self.normalize = normalize  # global batch normalisation (the paper's baseline)
         self.history_baseline = history_baseline  # subtract a moving average of past batch rewards
         self.history_momentum = history_momentum  # b <- m * b + (1 - m) * batch mean
+        self.group_baseline = group_baseline  # REINFORCE++-baseline: r - mean of the prompt's group
         self.baseline: float | None = None  # no history before the first batch
 
     def compute(self, batch: AdvantageBatch) -> AdvantageResult:
         mask = batch.response_mask
-        if self.history_baseline and batch.token_rewards is not None:
-            raise ValueError("reinforce_pp: the history baseline shifts outcome rewards, not token_rewards")
-        shifted = batch
+        if (self.history_baseline or self.group_baseline) and batch.token_rewards is not None:
+            raise ValueError("reinforce_pp: baselines shift outcome rewards; do not pass token_rewards")
+        outcome = batch.rewards
+        if self.group_baseline:
+            outcome = group_normalised(outcome, batch.group_ids, scale=False, unbiased=True, eps=0.0)
         if self.history_baseline and self.baseline is not None:
-            shifted = replace(batch, rewards=batch.rewards - self.baseline)
-        rewards = token_level_rewards(shifted, self.kl_coef)
+            outcome = outcome - self.baseline
+        rewards = token_level_rewards(replace(batch, rewards=outcome), self.kl_coef)
         returns, _ = gae(rewards, mask * 0, mask, self.gamma, 1.0)  # lambda 1, V 0: Monte Carlo returns
         advantages = masked_whiten(returns, mask) if self.normalize else returns
         if self.history_baseline:

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from trainers.advantages import ESTIMATORS, advantage_batch_from_trajectories
+from trainers.advantages import ESTIMATORS, advantage_batch_from_trajectories, write_advantages
 from trainers.trajectory import Trajectory, Turn
 
 torch.set_num_threads(1)
@@ -20,12 +20,13 @@ def episode(uid, group, reward, steps):
     return Trajectory(uid=uid, group_id=group, turns=turns, reward=reward)
 
 
-# One group of three episodes. States: all start from A; then B, C or B again.
-GROUP = [
-    episode("t0", "g", 1.0, [("A", 0.0, "b"), ("B", 1.0, "x")]),  # R_t (gamma .5): (0.5, 1)
-    episode("t1", "g", 0.0, [("A", 0.0, "c"), ("C", 0.0, "y")]),  # (0, 0)
-    episode("t2", "g", 0.0, [("A", 0.0, "b"), ("B", 0.0, "z")]),  # (0, 0)
-]
+def make_group():
+    """One group of three episodes. States: all start from A; then B, C or B again."""
+    return [
+        episode("t0", "g", 1.0, [("A", 0.0, "b"), ("B", 1.0, "x")]),  # R_t (gamma .5): (0.5, 1)
+        episode("t1", "g", 0.0, [("A", 0.0, "c"), ("C", 0.0, "y")]),  # (0, 0)
+        episode("t2", "g", 0.0, [("A", 0.0, "b"), ("B", 0.0, "z")]),  # (0, 0)
+    ]
 
 
 def test_gigpo_without_std_scaling():
@@ -33,7 +34,9 @@ def test_gigpo_without_std_scaling():
     # anchor A: returns (0.5, 0, 0), mean 1/6 -> (1/3, -1/6, -1/6)
     # anchor B: (t0 step1: 1, t2 step1: 0), mean 0.5 -> (0.5, -0.5); anchor C is a singleton -> 0
     # A = A_E + 1 * A_S: t0 (1, 7/6), t1 (-1/2, -1/3), t2 (-1/2, -5/6)
-    result = ESTIMATORS.get("gigpo")(gamma=0.5, norm="none").compute(advantage_batch_from_trajectories(GROUP))
+    result = ESTIMATORS.get("gigpo")(gamma=0.5, norm="none").compute(
+        advantage_batch_from_trajectories(make_group())
+    )
     expected_turns = [[1.0, 7 / 6], [-0.5, -1 / 3], [-0.5, -5 / 6]]
     for got, want in zip(result.turn_advantages, expected_turns, strict=True):
         assert got == pytest.approx(want, abs=1e-6)
@@ -49,7 +52,7 @@ def test_gigpo_with_std_scaling_and_omega():
     #            t1 (-0.57735 - 0.28868, -0.57735) = (-0.8660, -0.57735)
     #            t2 (-0.8660, -0.57735 - 0.35355) = (-0.8660, -0.9309)
     gigpo = ESTIMATORS.get("gigpo")(gamma=0.5, omega=0.5, norm="std", eps=0.0)
-    result = gigpo.compute(advantage_batch_from_trajectories(GROUP))
+    result = gigpo.compute(advantage_batch_from_trajectories(make_group()))
     got = torch.tensor(result.turn_advantages)
     expected = torch.tensor([[1.7321, 1.5083], [-0.8660, -0.57735], [-0.8660, -0.9309]])
     torch.testing.assert_close(got, expected, atol=1e-4, rtol=0)
@@ -77,3 +80,15 @@ def test_similarity_grouping_joins_near_identical_states():
     assert similar.turn_advantages[0][1] == 0.5
     assert similar.turn_advantages[1][1] == -0.5
     assert similar.step_groups[0][1] == similar.step_groups[1][1]
+
+
+def test_write_advantages_records_turns_and_anchor_groups():
+    trajectories = make_group()
+    result = ESTIMATORS.get("gigpo")(gamma=0.5, norm="none").compute(
+        advantage_batch_from_trajectories(trajectories)
+    )
+    write_advantages(trajectories, result)
+    # t0: turn advantages (1, 7/6) on 2 + 2 policy tokens -> trajectory mean 13/12
+    assert [t.advantage for t in trajectories[0].assistant_turns] == pytest.approx([1.0, 7 / 6])
+    assert trajectories[0].advantage == pytest.approx(13 / 12)
+    assert trajectories[0].metadata["anchor_groups"] == ["g|A", "g|B"]

@@ -45,3 +45,10 @@ def test_history_baseline_uses_past_batches_only_and_persists():
     second = restored.compute(two_rows())
     torch.testing.assert_close(second.advantages, torch.tensor([[0.5, 0.5, 0.0], [-0.5, -0.5, -0.5]]))
     assert restored.baseline == 0.5
+
+
+def test_group_baseline_subtracts_the_prompt_mean():
+    # group g: rewards (1, 0, 0) -> mean 1/3 -> (2/3, -1/3, -1/3) on every token (gamma 1, no normalisation)
+    batch = AdvantageBatch(["g", "g", "g"], torch.tensor([1.0, 0.0, 0.0]), torch.ones(3, 2))
+    result = ESTIMATORS.get("reinforce_pp")(normalize=False, group_baseline=True).compute(batch)
+    torch.testing.assert_close(result.advantages[:, 0], torch.tensor([2 / 3, -1 / 3, -1 / 3]))
