@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -65,7 +65,18 @@ class AdvantageResult:
 
 
 class AdvantageEstimator(ABC):
-    """Stateless unless it says otherwise; stateful ones persist through `state_dict`."""
+    """Stateless unless it says otherwise; stateful ones persist through `state_dict`.
+
+    The class flags tell the loop what to put in the batch without knowing the estimator's name.
+    """
+
+    needs_values: ClassVar[bool] = False  # run the critic and fill batch.values (ppo)
+    needs_greedy_baseline: ClassVar[bool] = False  # roll out greedily per prompt: batch.baseline_rewards
+    kl_coef: float = 0.0  # > 0: fill batch.kl with the per-token k1 KL to the reference
+
+    @property
+    def needs_kl(self) -> bool:
+        return self.kl_coef > 0
 
     @abstractmethod
     def compute(self, batch: AdvantageBatch) -> AdvantageResult: ...

@@ -18,6 +18,8 @@ from trainers.advantages.tokens import gae, masked_whiten, token_level_rewards
 
 @ESTIMATORS.register("ppo")
 class PPO(AdvantageEstimator):
+    needs_values = True
+
     def __init__(
         self, gamma: float = 1.0, lam: float = 0.95, kl_coef: float = 0.0, whiten: bool = True
     ) -> None:

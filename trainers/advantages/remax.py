@@ -15,6 +15,8 @@ from trainers.advantages.base import (
 
 @ESTIMATORS.register("remax")
 class ReMax(AdvantageEstimator):
+    needs_greedy_baseline = True
+
     def compute(self, batch: AdvantageBatch) -> AdvantageResult:
         baselines = batch.baseline_rewards
         if baselines is None:

@@ -68,3 +68,10 @@ def test_remax_subtracts_greedy_reward_of_the_group():
 def test_remax_without_baseline_names_the_group():
     with pytest.raises(ValueError, match="'b'"):
         ESTIMATORS.get("remax")().compute(batch([1.0, 0.0], ["a", "b"], baseline_rewards={"a": 0.0}))
+
+
+def test_flags_tell_the_loop_what_to_provide():
+    assert ESTIMATORS.get("ppo").needs_values and not ESTIMATORS.get("grpo").needs_values
+    assert ESTIMATORS.get("remax").needs_greedy_baseline
+    assert ESTIMATORS.get("reinforce_pp")(kl_coef=0.1).needs_kl
+    assert not ESTIMATORS.get("grpo")().needs_kl
