@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import ssl
+from functools import cache
 from typing import Any
 
 from trainers.tools.base import TOOLS, Tool, ToolOutput
@@ -37,7 +39,9 @@ class HttpTool(Tool):
         import httpx
 
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self.headers)
+            self._client = httpx.AsyncClient(
+                timeout=self.timeout_s, headers=self.headers, verify=_ssl_context()
+            )
         try:
             response = await self._client.post(self.url, json=arguments)
         except httpx.TimeoutException:
@@ -55,6 +59,14 @@ class HttpTool(Tool):
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+@cache
+def _ssl_context() -> ssl.SSLContext:
+    """Loading the CA bundle takes tens of milliseconds; do it once, not once per trajectory."""
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 def _body_text(response: Any) -> str:
