@@ -41,8 +41,13 @@ class AdvantageBatch:
     baseline_rewards: dict[str, float] | None = None  # group id -> greedy response reward (remax)
 
     def __post_init__(self) -> None:
-        self.rewards = self.rewards.float()
-        self.response_mask = self.response_mask.float()
+        # advantages are targets, never differentiated through: cut any graph the inputs carry
+        self.rewards = self.rewards.detach().float()
+        self.response_mask = self.response_mask.detach().float()
+        for name in ("values", "token_rewards", "kl"):
+            tensor = getattr(self, name)
+            if tensor is not None:
+                setattr(self, name, tensor.detach().float())
         if not self.steps:
             self.steps = [[] for _ in self.group_ids]
         rows, _ = self.response_mask.shape

@@ -55,3 +55,15 @@ def test_whitened_advantages_have_zero_mean_unit_std_on_policy_tokens():
     assert result.advantages[0, 2] == 0
     torch.testing.assert_close(policy.mean(), torch.tensor(0.0), atol=1e-6, rtol=0)
     torch.testing.assert_close(policy.std(correction=0), torch.tensor(1.0))
+
+
+def test_rows_are_independent_and_carry_no_graph():
+    # row 0 is the hand example above; row 1 has no policy token at all -> all zeros
+    values = torch.tensor([[0.5, 0.4, 9.0, 0.2], [1.0, 1.0, 1.0, 1.0]], requires_grad=True)
+    mask = torch.tensor([MASK[0], [0.0, 0.0, 0.0, 0.0]])
+    batch = AdvantageBatch(["g", "h"], torch.tensor([1.0, 1.0]), mask, values=values)
+    result = ESTIMATORS.get("ppo")(gamma=0.9, lam=0.5, whiten=False).compute(batch)
+    torch.testing.assert_close(
+        result.advantages, torch.tensor([[-0.077, 0.14, 0.0, 0.8], [0.0, 0.0, 0.0, 0.0]])
+    )
+    assert not result.advantages.requires_grad and not result.returns.requires_grad
