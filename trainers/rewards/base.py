@@ -40,6 +40,10 @@ class RewardComponent(ABC):
     def __init__(self, **params: Any) -> None:
         self.params = self.Params(**params)
 
+    def __eq__(self, other: object) -> bool:
+        # equal definitions (e.g. a config and its JSON round trip) must compare equal
+        return type(self) is type(other) and self.params == other.params  # type: ignore[attr-defined]
+
     @abstractmethod
     def score(self, trajectory: Trajectory, ctx: RewardContext) -> float:
         """The raw (unweighted) reward of one trajectory."""

@@ -19,7 +19,7 @@ class ConstantSchedule(BaseModel):
     """The same multiplier at every step."""
 
     model_config = ConfigDict(extra="forbid")
-    name: Literal["constant"] = "constant"
+    name: Literal["constant"] = Field("constant", description="schedule kind")
     value: float = Field(1.0, description="multiplier of the component's weight")
 
     def value_at(self, step: int, total_steps: int | None) -> float:
@@ -30,7 +30,7 @@ class LinearSchedule(BaseModel):
     """From `start` to `end` linearly over `steps` steps after `start_step`, then held."""
 
     model_config = ConfigDict(extra="forbid")
-    name: Literal["linear"] = "linear"
+    name: Literal["linear"] = Field("linear", description="schedule kind")
     start: float = Field(1.0, description="multiplier at start_step")
     end: float = Field(1.0, description="multiplier after start_step + steps")
     start_step: int = Field(0, ge=0, description="step where the ramp begins")
@@ -45,7 +45,7 @@ class StepSchedule(BaseModel):
     """Piecewise constant: `values[i]` from `boundaries[i-1]` (inclusive) to `boundaries[i]`."""
 
     model_config = ConfigDict(extra="forbid")
-    name: Literal["step"] = "step"
+    name: Literal["step"] = Field("step", description="schedule kind")
     boundaries: list[int] = Field(..., description="ascending steps where the multiplier changes")
     values: list[float] = Field(..., description="one more value than boundaries")
 
@@ -71,7 +71,7 @@ class ToolRLDynamicSchedule(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
-    name: Literal["toolrl_dynamic"] = "toolrl_dynamic"
+    name: Literal["toolrl_dynamic"] = Field("toolrl_dynamic", description="schedule kind")
     part: Literal["format", "correct"] = Field(..., description="which ToolRL reward this scales")
     steps: int | None = Field(None, ge=1, description="S; default: the run's total steps, else 150")
 

@@ -1,0 +1,28 @@
+"""The config's names and constructor arguments fit the registries the training loop looks them up in."""
+
+import typing
+
+import pytest
+
+from trainers.advantages import ESTIMATORS
+from trainers.config import PRESETS, preset_config, validate_config
+from trainers.config.algorithm import Estimator, filter_kwargs
+from trainers.filters import FILTERS
+from trainers.losses.objective import PolicyLossConfig
+
+
+@pytest.mark.parametrize("estimator", typing.get_args(Estimator))
+def test_every_estimator_builds_from_its_kwargs(estimator):
+    config = validate_config({"algorithm": {"estimator": estimator}})
+    ESTIMATORS.get(estimator)(**config.algorithm.estimator_kwargs())
+
+
+@pytest.mark.parametrize("name", ["zerotir_band", "starpo_s", "dapo_dynamic"])
+def test_every_filter_builds_from_its_kwargs(name):
+    config = validate_config({"filters": [{"name": name}]})
+    FILTERS.get(name)(**filter_kwargs(config.filters[0]))
+
+
+@pytest.mark.parametrize("name", PRESETS.names())
+def test_every_presets_loss_builds(name):
+    PolicyLossConfig(**preset_config(name).loss.policy_loss_kwargs())

@@ -1,0 +1,109 @@
+"""The whole run configuration: one validated, typed object from which a run is built.
+
+Unknown keys anywhere are errors naming their path; `RunConfig.json_schema()` is what the
+workbench's forms are built from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from trainers.backends.sampling import SamplingParams
+from trainers.config.algorithm import GROUP_ESTIMATORS, AlgorithmConfig, FilterConfig, LossConfig
+from trainers.config.sections import (
+    CheckpointConfig,
+    DataConfig,
+    EvaluationConfig,
+    ModelConfig,
+    OptimizerConfig,
+    RolloutConfig,
+    SFTConfig,
+    TemplateConfig,
+    ToolBindingConfig,
+    TrainingConfig,
+)
+from trainers.rewards import RewardDefinition
+from trainers.rollout.limits import RolloutLimits
+
+# descriptions for fields of shared models that do not carry one, so every form field has help text
+_SHARED_DESCRIPTIONS = {
+    "SamplingParams": {
+        "temperature": "sampling temperature; 0 = greedy",
+        "top_p": "nucleus sampling mass",
+        "top_k": "0 disables top-k",
+        "seed": "sampling seed; none = from the run seed",
+    },
+    "RolloutLimits": {"max_new_tokens_per_turn": "policy tokens per assistant turn"},
+}
+
+
+def _default_reward() -> RewardDefinition:
+    return RewardDefinition(components=[{"name": "correctness"}])
+
+
+class RunConfig(BaseModel):
+    """Everything a training run needs, validated before it starts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("run", min_length=1, description="a short name for the run")
+    seed: int = Field(0, ge=0, description="seed of data order, sampling and initialisation")
+    output_dir: str = Field(
+        "runs/run", min_length=1, description="run directory: metrics, trajectories, checkpoints"
+    )
+    model: ModelConfig = Field(default_factory=ModelConfig, description="the policy model")
+    template: TemplateConfig = Field(default_factory=TemplateConfig, description="the chat template")
+    tools: list[ToolBindingConfig] = Field(default_factory=list, description="tools the policy may call")
+    limits: RolloutLimits = Field(default_factory=RolloutLimits, description="call, turn and token budgets")
+    sampling: SamplingParams = Field(default_factory=SamplingParams, description="rollout sampling")
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="prompts and samples per step")
+    reward: RewardDefinition = Field(
+        default_factory=_default_reward, description="weighted reward components"
+    )
+    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig, description="advantage estimator")
+    loss: LossConfig = Field(default_factory=LossConfig, description="policy, KL, entropy and value losses")
+    filters: list[FilterConfig] = Field(default_factory=list, description="group filters, applied in order")
+    optimizer: OptimizerConfig = Field(
+        default_factory=OptimizerConfig, description="optimiser and lr schedule"
+    )
+    training: TrainingConfig = Field(default_factory=TrainingConfig, description="steps, epochs, minibatches")
+    sft: SFTConfig | None = Field(None, description="SFT warm start before RL; none = RL only")
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig, description="periodic evaluation")
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="checkpoint schedule")
+    data: DataConfig = Field(default_factory=DataConfig, description="training and evaluation data")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RunConfig:
+        if self.algorithm.estimator in GROUP_ESTIMATORS and self.rollout.samples_per_prompt < 2:
+            raise ValueError(
+                f"{self.algorithm.estimator} compares samples of a prompt: samples_per_prompt >= 2"
+            )
+        if self.loss.kl == "none" and self.loss.kl_coef > 0:
+            raise ValueError("loss.kl_coef > 0 needs a KL estimator (loss.kl: k1, k2 or k3)")
+        minibatch = self.training.minibatch_size
+        if minibatch is not None and minibatch > self.batch_size:
+            raise ValueError(
+                f"training.minibatch_size {minibatch} exceeds the step's batch {self.batch_size}"
+            )
+        names = [f.name for f in self.filters]
+        if len(set(names)) != len(names):
+            raise ValueError("each filter may appear once")
+        return self
+
+    @property
+    def batch_size(self) -> int:
+        """Trajectories sampled per step (before filters)."""
+        return self.rollout.prompts_per_step * self.rollout.samples_per_prompt
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The JSON Schema of a run config, every property with a description."""
+        schema = cls.model_json_schema()
+        for model, descriptions in _SHARED_DESCRIPTIONS.items():
+            props = schema.get("$defs", {}).get(model, {}).get("properties", {})
+            for field, text in descriptions.items():
+                if field in props:
+                    props[field].setdefault("description", text)
+        return schema

@@ -1,0 +1,149 @@
+"""Run-config sections for everything but the learning algorithm: model, template, tools, rollout,
+optimiser, training schedule, SFT stage, evaluation, checkpoints and data."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class ModelConfig(BaseModel):
+    """The policy model, loaded with from_pretrained from a local path."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(
+        "tiny", min_length=1, description="local model directory; 'tiny': the bundled demo model"
+    )
+    tokenizer_path: str | None = Field(None, description="local tokenizer directory; none = the model's")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="parameter dtype")
+    device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d+)?|auto)$", description="cpu, cuda, cuda:N or auto")
+
+
+class TemplateConfig(BaseModel):
+    """The chat template: a registered family, optionally with an edited Jinja prompt source."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("qwen_tool", description="registered chat template")
+    source: str | None = Field(None, description="Jinja prompt source replacing the template's own")
+
+    @field_validator("name")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        from trainers.templates import TEMPLATES  # lazy: keeps config import light
+
+        if name not in TEMPLATES:
+            raise ValueError(f"unknown template {name!r}; known: {', '.join(TEMPLATES.names())}")
+        return name
+
+
+class ToolBindingConfig(BaseModel):
+    """A registered tool and the keyword config its class takes (timeout_s, url, corpus_path...)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., description="registered tool")
+    config: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the tool")
+
+    @field_validator("name")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        from trainers.tools import TOOLS  # lazy: keeps config import light
+
+        if name not in TOOLS:
+            raise ValueError(f"unknown tool {name!r}; known: {', '.join(TOOLS.names())}")
+        return name
+
+
+class RolloutConfig(BaseModel):
+    """How many trajectories a step samples."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompts_per_step: int = Field(8, ge=1, description="prompts sampled per training step")
+    samples_per_prompt: int = Field(8, ge=1, description="G: responses per prompt (one group)")
+
+
+class OptimizerConfig(BaseModel):
+    """AdamW and its learning-rate schedule."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lr: float = Field(1e-6, gt=0.0, description="peak learning rate")
+    betas: tuple[float, float] = Field((0.9, 0.999), description="Adam beta1, beta2")
+    weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay")
+    grad_clip: float | None = Field(1.0, gt=0.0, description="max global grad norm; none = no clipping")
+    schedule: Literal["constant", "linear", "cosine"] = Field("constant", description="decay after warm-up")
+    warmup_steps: int = Field(0, ge=0, description="steps of linear warm-up from 0")
+    min_lr_ratio: float = Field(0.0, ge=0.0, le=1.0, description="final lr / peak lr for linear and cosine")
+
+    @field_validator("betas")
+    @classmethod
+    def _betas_in_range(cls, betas: tuple[float, float]) -> tuple[float, float]:
+        if not all(0.0 <= b < 1.0 for b in betas):
+            raise ValueError("each beta must be in [0, 1)")
+        return betas
+
+
+class TrainingConfig(BaseModel):
+    """The RL schedule: steps, PPO epochs and minibatches of each step's batch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: int = Field(100, ge=1, description="training steps (rollout + update)")
+    ppo_epochs: int = Field(1, ge=1, description="passes over each step's batch")
+    minibatch_size: int | None = Field(
+        None, ge=1, description="trajectories per optimiser update; none = the whole step's batch"
+    )
+    grad_accumulation: int = Field(1, ge=1, description="micro-batches accumulated per update")
+
+    @model_validator(mode="after")
+    def _divisible(self) -> TrainingConfig:
+        if self.minibatch_size is not None and self.minibatch_size % self.grad_accumulation:
+            raise ValueError("minibatch_size must be a multiple of grad_accumulation")
+        return self
+
+
+class SFTConfig(BaseModel):
+    """An SFT warm start on expert trajectories before RL."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data_path: str | None = Field(None, description="JSONL of expert conversations; filled by the workbench")
+    epochs: int = Field(1, ge=1, description="passes over the SFT data")
+    lr: float = Field(1e-5, gt=0.0, description="SFT learning rate")
+    batch_size: int = Field(8, ge=1, description="conversations per SFT step")
+    max_length: int = Field(1024, ge=16, description="tokens kept per conversation")
+
+
+class EvaluationConfig(BaseModel):
+    """Periodic evaluation on the eval split."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    every_steps: int = Field(0, ge=0, description="evaluate every N steps; 0 = only at the end")
+    max_problems: int | None = Field(None, ge=1, description="evaluate on at most this many eval rows")
+    pass_k: int = Field(1, ge=1, description="k of pass@k (k samples at the rollout temperature)")
+    greedy: bool = Field(True, description="also report greedy accuracy")
+
+
+class CheckpointConfig(BaseModel):
+    """When checkpoints are written and how many are kept."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    every_steps: int = Field(50, ge=1, description="write a checkpoint every N steps")
+    keep: int = Field(3, ge=1, description="most recent checkpoints kept")
+
+
+class DataConfig(BaseModel):
+    """Training and evaluation prompts (JSONL rows with the question and its ground truth)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    train_path: str | None = Field(None, description="JSONL of training rows; filled by the workbench")
+    eval_path: str | None = Field(None, description="JSONL of eval rows; none = split off the training rows")
+    eval_fraction: float = Field(0.0, ge=0.0, lt=1.0, description="share of training rows held out for eval")
+    prompt_key: str = Field("question", min_length=1, description="row field holding the question")
