@@ -11,7 +11,7 @@ from trainers.envs.base import ENVIRONMENTS, MOVES, Environment
 Cell = tuple[int, int]
 
 
-def has_path(holes: set[Cell], size: int, start: Cell, goal: Cell) -> bool:
+def has_path(holes: set[Cell], shape: tuple[int, int], start: Cell, goal: Cell) -> bool:
     """Breadth-first search over frozen cells: is the goal reachable from the start?"""
     seen, frontier = {start}, deque([start])
     while frontier:
@@ -20,7 +20,8 @@ def has_path(holes: set[Cell], size: int, start: Cell, goal: Cell) -> bool:
             return True
         for dr, dc in MOVES.values():
             nxt = (r + dr, c + dc)
-            if 0 <= nxt[0] < size and 0 <= nxt[1] < size and nxt not in holes and nxt not in seen:
+            inside = 0 <= nxt[0] < shape[0] and 0 <= nxt[1] < shape[1]
+            if inside and nxt not in holes and nxt not in seen:
                 seen.add(nxt)
                 frontier.append(nxt)
     return False
@@ -45,12 +46,12 @@ class FrozenLake(Environment):
         while True:  # Gym's generate_random_map: resample until BFS finds a path
             start, goal = rng.sample(cells, 2)
             holes = {cell for cell in cells if cell not in (start, goal) and rng.random() > p_frozen}
-            if has_path(holes, size, start, goal):
+            if has_path(holes, (size, size), start, goal):
                 break
-        self.size, self.holes, self.goal, self.player = size, holes, goal, start
+        self.shape, self.holes, self.goal, self.player = (size, size), holes, goal, start
 
     def _load(self, grid: list[list[str]]) -> None:
-        self.size = len(grid)
+        self.shape = (len(grid), max(len(row) for row in grid))
         self.holes = set()
         for r, row in enumerate(grid):
             for c, sym in enumerate(row):
@@ -67,14 +68,14 @@ class FrozenLake(Environment):
             action = self.rng.choice(sideways)
         dr, dc = MOVES[action]
         r, c = self.player[0] + dr, self.player[1] + dc
-        if 0 <= r < self.size and 0 <= c < self.size:
+        if 0 <= r < self.shape[0] and 0 <= c < self.shape[1]:
             self.player = (r, c)
         if self.player == self.goal:
             return 1.0, True
         return 0.0, self.player in self.holes
 
     def render(self) -> list[list[str]]:
-        grid = [["_"] * self.size for _ in range(self.size)]
+        grid = [["_"] * self.shape[1] for _ in range(self.shape[0])]
         for r, c in self.holes:
             grid[r][c] = "O"
         grid[self.goal[0]][self.goal[1]] = "G"
