@@ -47,6 +47,11 @@ class AdvantageBatch:
         for name in ("values", "token_rewards", "kl"):
             tensor = getattr(self, name)
             if tensor is not None:
+                if tensor.shape != self.response_mask.shape:
+                    raise ValueError(
+                        f"{name} has shape {tuple(tensor.shape)}, the response mask has "
+                        f"{tuple(self.response_mask.shape)}"
+                    )
                 setattr(self, name, tensor.detach().float())
         if not self.steps:
             self.steps = [[] for _ in self.group_ids]
