@@ -6,6 +6,7 @@ import math
 import re
 import threading
 from fractions import Fraction
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +20,9 @@ Mode = Literal["math", "exact", "numeric"]
 # sympy's parse_expr evaluates Python: only plain arithmetic over single-letter symbols may reach it
 _SAFE_EXPR = re.compile(r"^[0-9A-Za-z+\-*/^().,\s]{1,200}$")
 _ALLOWED_WORDS = {"sqrt", "pi", "exp", "log", "sin", "cos", "tan"}
+_LATEX_COMMAND = re.compile(r"\\[A-Za-z]+")
+_PROSE_WORD = re.compile(r"[A-Za-z]{2,}")
+MAX_MATH_CHARS = 200  # longer "answers" are not parsed symbolically
 
 
 class CorrectnessParams(BaseModel):
@@ -98,9 +102,23 @@ def answers_match(pred: str | None, gold: object, params: CorrectnessParams) -> 
             and b is not None
             and math.isclose(a, b, rel_tol=params.rel_tol, abs_tol=params.abs_tol)
         )
-    if pred == gold_text:
+    return _math_equal(pred, gold_text)
+
+
+@lru_cache(maxsize=4096)
+def _math_equal(pred: str, gold: str) -> bool:
+    """Symbolic equivalence, with fast paths: a group's samples often repeat an answer, and parsing
+    prose as LaTeX (every letter a symbol) costs seconds on a CPU."""
+    if pred == gold:
         return True
-    return _math_verify_equal(pred, gold_text) or _sympy_equal(pred, gold_text)
+    a, b = _to_number(pred), _to_number(gold)
+    if a is not None and b is not None:
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)  # math-verify's 6-digit rounding
+    if len(pred) > MAX_MATH_CHARS:
+        return False
+    if b is not None and _PROSE_WORD.search(_LATEX_COMMAND.sub("", pred)):
+        return False  # words are not a number
+    return _math_verify_equal(pred, gold) or _sympy_equal(pred, gold)
 
 
 def is_correct(trajectory: Trajectory, params: CorrectnessParams | None = None) -> bool:

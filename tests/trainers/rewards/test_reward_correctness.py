@@ -66,3 +66,17 @@ def test_bad_params_are_rejected():
         REWARDS.get("correctness")(mode="fuzzy")
     with pytest.raises(ValidationError, match="tolerance_x"):
         REWARDS.get("correctness")(tolerance_x=1)
+
+
+def test_prose_answer_to_a_numeric_question_is_wrong_without_parsing():
+    assert not answers_match("garbage text 1", "12", CorrectnessParams())
+    assert answers_match("\\frac{24}{2}", "12", CorrectnessParams())  # LaTeX commands are not prose
+
+
+def test_plain_numbers_compare_to_six_digits_like_math_verify():
+    assert answers_match("0.3333333", "1/3", CorrectnessParams())
+    assert not answers_match("0.33", "1/3", CorrectnessParams())
+
+
+def test_overlong_answers_are_not_parsed():
+    assert not answers_match("1+" * 150 + "1", "151", CorrectnessParams())
