@@ -154,6 +154,8 @@ class TrajectoryRecord(models.Model):
         indexes = [
             models.Index(fields=["run", "reward", "id"], name="runs_traj_run_reward"),
             models.Index(fields=["run", "length", "id"], name="runs_traj_run_length"),
+            models.Index(fields=["run", "num_turns", "id"], name="runs_traj_run_turns"),
+            models.Index(fields=["run", "num_tool_calls", "id"], name="runs_traj_run_tool_calls"),
         ]
 
 

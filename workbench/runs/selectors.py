@@ -70,7 +70,7 @@ class TrajectoryFilters:
         return q
 
 
-# Sort name -> column; each has an index (run, column, id) or is cheap within one step.
+# Sort name -> column; each has an index (run, column, id) for keyset pages over a whole run.
 SORTS = {
     "reward": "reward",
     "length": "length",

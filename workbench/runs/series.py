@@ -2,8 +2,9 @@
 
 The source is the finest pyramid level whose buckets are no wider than an output bucket (raw points
 when zoomed in), so a request reads at most ~4 rows per output bucket and series whatever the run
-length; the final grouping picks each bucket's extremes and last value with window functions, which
-PostgreSQL and SQLite both run.
+length. The final grouping picks each bucket's extremes and last value: on PostgreSQL with one hash
+aggregate over arrays (min of [value, step] is the minimum with its step), elsewhere (SQLite) with
+window functions.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ _ROLLUP = """
     SELECT key, bucket * %s AS first_step, min_value, min_step, max_value, max_step, last_value, last_step
     FROM {table} WHERE run_id = %s AND level = %s AND key IN ({keys}) AND bucket BETWEEN %s AND %s
 """
-_DOWNSAMPLE = """
+_DOWNSAMPLE_POSTGRES = """
+    SELECT key, lo[2], lo[1], -hi[2], hi[1], last[1], last[2] FROM (
+        SELECT key, MIN(ARRAY[min_value, min_step]) AS lo, MAX(ARRAY[max_value, -max_step]) AS hi,
+            MAX(ARRAY[last_step, last_value]) AS last
+        FROM ({source}) s GROUP BY key, (first_step - %s) / %s
+    ) buckets
+"""
+_DOWNSAMPLE_PORTABLE = """
     WITH src AS (SELECT s.*, (s.first_step - %s) / %s AS b FROM ({source}) s),
     ranked AS (
         SELECT src.*,
@@ -71,7 +79,7 @@ def _source_sql(window: Window, run_id: int, keys: list[str]) -> tuple[str, list
 
 
 def series_downsample(
-    *, run: Run, keys: list[str], step_min: int | None = None, step_max: int | None = None, buckets: int = 400
+    *, run: Run, keys: list[str], step_min: int | None = None, step_max: int | None = None, buckets: int = 200
 ) -> dict[str, list[tuple[int, float]]]:
     """Per key, (step, value) points: each bucket's min, max and last, in step order."""
     hi = step_max if step_max is not None else (run.last_step or 0)
@@ -80,13 +88,28 @@ def series_downsample(
     if not keys or window.hi < window.lo:
         return out
     source, params = _source_sql(window, run.pk, keys)
-    with connection.cursor() as cursor:
-        cursor.execute(_DOWNSAMPLE.format(source=source), [window.lo, window.bucket_width, *params])
-        rows = cursor.fetchall()
-    for key, min_step, min_value, max_step, max_value, last_step, last_value in rows:
-        points = {min_step: min_value, max_step: max_value, last_step: last_value}
-        out[key].extend(sorted(points.items()))
+    for key, points in _bucket_rows(source, params, window, postgres=connection.vendor == "postgresql"):
+        out[key].extend(points)
+    for points in out.values():
+        points.sort()
     return out
+
+
+def _bucket_rows(source: str, params: list, window: Window, *, postgres: bool):
+    """Yield (key, [(step, value), ...]) with each bucket's min, max and last point."""
+    sql, args = (
+        (_DOWNSAMPLE_POSTGRES.format(source=source), [*params, window.lo, window.bucket_width])
+        if postgres
+        else (_DOWNSAMPLE_PORTABLE.format(source=source), [window.lo, window.bucket_width, *params])
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, args)
+        for key, lo_step, lo, hi_step, hi, last_step, last in cursor.fetchall():
+            yield key, _distinct_points((lo_step, lo), (hi_step, hi), (last_step, last))
+
+
+def _distinct_points(*points: tuple[float, float]) -> list[tuple[int, float]]:
+    return sorted({int(step): value for step, value in points}.items())
 
 
 def series_keys(*, run: Run) -> list[str]:

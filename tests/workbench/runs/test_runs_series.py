@@ -8,7 +8,7 @@ from django.db.models import Max
 from workbench.runs.ingest import metrics_ingest
 from workbench.runs.models import MetricRollup
 from workbench.runs.rollups import Agg
-from workbench.runs.series import series_downsample, series_keys
+from workbench.runs.series import Window, _bucket_rows, _source_sql, series_downsample, series_keys
 
 STEPS = 10_000
 
@@ -59,3 +59,12 @@ def test_series_keys_lists_logged_series(spiky_run):
 def test_merge_keeps_extremes_with_their_steps_and_the_later_last():
     merged = Agg.point(3, 2.0).merge(Agg.point(9, -1.0)).merge(Agg.point(6, 7.0))
     assert merged == Agg(min_value=-1.0, min_step=9, max_value=7.0, max_step=6, last_value=-1.0, last_step=9)
+
+
+@pytest.mark.parametrize(("lo", "hi", "buckets"), [(0, STEPS - 1, 37), (100, 5000, 300), (4000, 4400, 400)])
+def test_postgres_and_portable_sql_agree(spiky_run, lo, hi, buckets):
+    window = Window(lo=lo, hi=hi, buckets=buckets)
+    source, params = _source_sql(window, spiky_run.pk, ["grad_norm", "entropy"])
+    fast = sorted(_bucket_rows(source, params, window, postgres=True))
+    portable = sorted(_bucket_rows(source, params, window, postgres=False))
+    assert fast == portable

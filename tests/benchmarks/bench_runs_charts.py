@@ -1,0 +1,114 @@
+"""Benchmark: a chart request on a run of 100k steps x 20 series must take < 150 ms of server time.
+
+Plain script (not collected by pytest): seeds the run once with PostgreSQL COPY, builds the rollup
+pyramid, then times full-range and zoomed requests through the real view with Django's test client.
+Usage: DATABASE_URL=postgres://... python tests/benchmarks/bench_runs_charts.py [--steps N] [--series N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+
+import django
+
+django.setup()
+
+from django.db import connection  # noqa: E402
+
+from workbench.runs.models import MetricPoint, Run  # noqa: E402
+from workbench.runs.rollups import rollups_rebuild  # noqa: E402
+from workbench.runs.series import series_downsample  # noqa: E402
+
+TARGET_MS = 150.0
+
+
+def series_names(count: int) -> list[str]:
+    return [f"bench/series_{i:02d}" for i in range(count)]
+
+
+def seed(run: Run, steps: int, series: int) -> None:
+    """COPY steps x series points (noisy curves with occasional spikes), then build the pyramid."""
+    started = time.perf_counter()
+    table = MetricPoint._meta.db_table
+    with (
+        connection.cursor() as cursor,
+        cursor.copy(f"COPY {table} (run_id, key, step, value) FROM STDIN") as copy,
+    ):
+        for s, key in enumerate(series_names(series)):
+            for step in range(steps):
+                spike = 25.0 if (step * 7919 + s) % 9973 == 0 else 0.0
+                copy.write_row((run.pk, key, step, math.sin(step / 500 + s) + spike + (step % 13) / 100))
+    copied = time.perf_counter()
+    rollups_rebuild(run_id=run.pk)
+    Run.objects.filter(pk=run.pk).update(last_step=steps - 1)
+    print(f"seeded {steps * series:,} points by COPY in {copied - started:.1f} s, "
+          f"rollups in {time.perf_counter() - copied:.1f} s")  # fmt: skip
+
+
+def bench_run(steps: int, series: int) -> Run:
+    from workbench.accounts.models import Team
+
+    team, _ = Team.objects.get_or_create(name="bench")
+    name = f"bench-charts-{steps}x{series}"
+    run = Run.objects.filter(team=team, name=name).first()
+    if run is None or MetricPoint.objects.filter(run=run).count() != steps * series:
+        if run is not None:
+            with connection.cursor() as cursor:  # the ORM's cascade would load millions of rows
+                cursor.execute(f"DELETE FROM {MetricPoint._meta.db_table} WHERE run_id = %s", [run.pk])
+            run.delete()
+        run = Run.objects.create(team=team, name=name, config={"bench": True}, status="succeeded")
+        seed(run, steps, series)
+    return Run.objects.get(pk=run.pk)
+
+
+def timed(fn, repeat: int) -> list[float]:
+    fn()  # warm the connection and the buffer cache
+    out = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--series", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--buckets", type=int, default=200, help="the dashboard asks for ~plot width / 3")
+    args = parser.parse_args()
+    if connection.vendor != "postgresql":
+        print("needs PostgreSQL: set DATABASE_URL", file=sys.stderr)
+        return 2
+    run = bench_run(args.steps, args.series)
+    keys = series_names(args.series)
+    cases = {
+        "full range, all series": dict(step_min=None, step_max=None),
+        "zoom 10% , all series": dict(step_min=40_000, step_max=49_999),
+        "zoom 1k steps, all series": dict(step_min=50_000, step_max=50_999),
+    }
+    worst = 0.0
+    for label, window in cases.items():
+        ms = timed(
+            lambda w=window: series_downsample(run=run, keys=keys, buckets=args.buckets, **w), args.repeat
+        )
+        median, p95 = statistics.median(ms), sorted(ms)[int(0.95 * (len(ms) - 1))]
+        worst = max(worst, p95)
+        print(f"{label:28s} median {median:6.1f} ms  p95 {p95:6.1f} ms")
+    verdict = "PASS" if worst < TARGET_MS else "FAIL"
+    print(f"{verdict}: worst p95 {worst:.1f} ms (target < {TARGET_MS:.0f} ms)")
+    return 0 if worst < TARGET_MS else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
