@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainers.rewards.base import REWARDS, RewardComponent, RewardContext
 from trainers.rewards.correctness import CorrectnessParams, Mode, is_correct
-from trainers.rewards.tags import opening_tags
+from trainers.rewards.tags import opening_tags, strip_special
 from trainers.trajectory import Trajectory
 
 
@@ -30,6 +30,7 @@ class ArtistParams(BaseModel):
 
 def format_ok(text: str, tool_tags: list[str]) -> bool:
     """think first, every tool block answered by an output, exactly one answer, at the end."""
+    text = strip_special(text)
     seq = opening_tags(text, ["think", "output", "answer", *tool_tags])
     coded = "".join("C" if tag in tool_tags else tag[0].upper() for tag in seq)  # T, O, A or C
     if not re.fullmatch(r"T(?:T|CO)*A", coded):

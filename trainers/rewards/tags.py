@@ -6,6 +6,12 @@ import re
 from collections.abc import Sequence
 
 _OPEN = re.compile(r"<([A-Za-z_][\w\-]*)>")
+_SPECIAL = re.compile(r"<\|[^|<>]*\|>|</s>")  # chat special tokens (<|im_end|>, <|eot_id|>, </s>)
+
+
+def strip_special(text: str) -> str:
+    """The text without chat special tokens: the policy may sample its turn's end-of-turn token."""
+    return _SPECIAL.sub("", text)
 
 
 def tags_in_order(text: str, tags: Sequence[str]) -> bool:
@@ -32,6 +38,7 @@ def exact_blocks(text: str, tags: Sequence[str], repeatable: Sequence[str] = ())
     for tag in tags:
         block = f"<{tag}>.*?</{tag}>"
         parts.append(rf"(?:{block}\s*)+" if tag in repeatable else rf"{block}\s*")
+    text = strip_special(text)
     if not re.fullmatch(r"\s*" + "".join(parts), text, flags=re.DOTALL):
         return False
     # non-greedy blocks could still swallow a stray duplicate tag; counts rule that out

@@ -37,3 +37,7 @@ def test_format_requires_outputs_after_tools_and_one_final_answer():
     assert not format_ok("<python>x</python><output>1</output><answer>1</answer>", ["python"])
     assert not format_ok(GOOD + " trailing", ["python"])
     assert not format_ok("<think>a</think><answer>1</answer><answer>2</answer>", ["python"])
+
+
+def test_format_ignores_a_sampled_end_of_turn_token():
+    assert format_ok(GOOD + "<|im_end|>", ["python"])

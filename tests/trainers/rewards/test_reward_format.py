@@ -46,3 +46,8 @@ def test_template_rule_uses_the_templates_format_check(make_traj):
     bad = "\\boxed{1} <think>a</think>"
     assert REWARDS.get("format")().score(make_traj(good), RewardContext(template="qwen_tool")) == 1.0
     assert REWARDS.get("format")().score(make_traj(bad), RewardContext(template="qwen_tool")) == 0.0
+
+
+def test_exact_blocks_ignore_a_sampled_end_of_turn_token():
+    assert exact_blocks("<think>a</think><tool_call>1</tool_call><|im_end|>", ["think", "tool_call"])
+    assert exact_blocks("<think>a</think></s>", ["think"])
