@@ -15,6 +15,7 @@ from trainers.config.algorithm import GROUP_ESTIMATORS, AlgorithmConfig, FilterC
 from trainers.config.sections import (
     CheckpointConfig,
     DataConfig,
+    EchoTrapSection,
     EvaluationConfig,
     ModelConfig,
     OptimizerConfig,
@@ -73,6 +74,7 @@ class RunConfig(BaseModel):
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig, description="periodic evaluation")
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="checkpoint schedule")
     data: DataConfig = Field(default_factory=DataConfig, description="training and evaluation data")
+    echo_trap: EchoTrapSection = Field(default_factory=EchoTrapSection, description="collapse detection")
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:

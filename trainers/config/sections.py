@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from trainers.metrics.echo_trap import EchoTrapConfig
+
 
 class ModelConfig(BaseModel):
     """The policy model, loaded with from_pretrained from a local path."""
@@ -147,3 +149,15 @@ class DataConfig(BaseModel):
     eval_path: str | None = Field(None, description="JSONL of eval rows; none = split off the training rows")
     eval_fraction: float = Field(0.0, ge=0.0, lt=1.0, description="share of training rows held out for eval")
     prompt_key: str = Field("question", min_length=1, description="row field holding the question")
+
+
+class EchoTrapSection(BaseModel):
+    """RAGEN's echo-trap detector on the run's metrics, and what an `echo_trap` alert does."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(True, description="run the detector on every step's metrics")
+    on_alert: Literal["record", "stop", "starpo_s"] = Field(
+        "record", description="record the alert; also stop the run; or switch on StarPO-S filtering"
+    )
+    detector: EchoTrapConfig = Field(default_factory=EchoTrapConfig, description="the detector's rules")

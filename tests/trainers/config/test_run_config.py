@@ -93,3 +93,11 @@ def test_constructor_arguments_for_the_registries():
     assert config.algorithm.estimator_kwargs()["similarity_threshold"] == 0.9
     assert filter_kwargs(config.filters[0]) == {"tolerance": 1e-6}
     assert config.loss.policy_loss_kwargs()["eps_high"] == 0.28
+
+
+def test_echo_trap_section_takes_the_detectors_thresholds():
+    config = validate_config({"echo_trap": {"on_alert": "starpo_s", "detector": {"std_collapse_ratio": 0.2}}})
+    assert config.echo_trap.detector.std_collapse_ratio == 0.2
+    assert "echo_trap.detector.std_colapse_ratio" in errors_of(
+        {"echo_trap": {"detector": {"std_colapse_ratio": 1}}}
+    )
