@@ -56,4 +56,4 @@ def test_redis_url_selects_redis_and_its_absence_the_filesystem_transport(tmp_pa
     with_redis = run_python({"REDIS_URL": "redis://127.0.0.1:6379/3"}, "-c", SHOW_BROKER)
     without = run_python({"REDIS_URL": "", "WORKBENCH_VAR_DIR": str(tmp_path)}, "-c", SHOW_BROKER)
     assert with_redis.stdout.strip() == "redis://127.0.0.1:6379/3"
-    assert without.stdout.strip() == "filesystem://"
+    assert without.stdout.strip() == "filesystem://localhost//"
