@@ -12,7 +12,17 @@ from trainers.rewards import (  # noqa: F401  (each import registers its compone
     torl,
 )
 from trainers.rewards.base import REWARDS, RewardComponent, RewardContext
+from trainers.rewards.catalog import describe_components, schedule_schema
 from trainers.rewards.composite import ComponentSpec, RewardDefinition
 from trainers.rewards.sample import score_text
 
-__all__ = ["REWARDS", "ComponentSpec", "RewardComponent", "RewardContext", "RewardDefinition", "score_text"]
+__all__ = [
+    "REWARDS",
+    "ComponentSpec",
+    "RewardComponent",
+    "RewardContext",
+    "RewardDefinition",
+    "describe_components",
+    "schedule_schema",
+    "score_text",
+]

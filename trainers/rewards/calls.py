@@ -24,8 +24,13 @@ def ground_truth_calls(ground_truth: dict[str, Any], key: str = "tool_calls") ->
         raw = json.loads(raw)
     if isinstance(raw, dict):
         raw = [raw]
-    # ToolRL's data names the arguments "parameters"; OpenAI-style data names them "arguments"
-    return [Call(str(c["name"]), dict(c.get("arguments", c.get("parameters")) or {})) for c in raw]
+    return [Call(str(c["name"]), _arguments(c)) for c in raw]
+
+
+def _arguments(call: dict[str, Any]) -> dict[str, Any]:
+    # ToolRL's data names them "parameters", OpenAI-style data "arguments", sometimes as a JSON string
+    args = call.get("arguments", call.get("parameters")) or {}
+    return dict(json.loads(args) if isinstance(args, str) else args)
 
 
 def predicted_calls(calls: list[ToolCall]) -> list[Call]:

@@ -1,11 +1,12 @@
 """ToolRL reward (arXiv 2504.13958, sec. 3.3): R = R_format in {0, 1} + R_correct in [-3, 3].
 
-R_correct matches predicted calls P to ground-truth calls G: r_name = multiset Jaccard of the names;
-for each matched pair, the Jaccard of the parameter names plus the count of parameters whose value
-equals the truth; R_correct = 6 * R_max / S_max - 3 with S_max = 1 + |G| + sum_j |keys(G_j)| and R_max
-the score of the best one-to-one matching (found exactly here, by dynamic programming over subsets).
-As in the authors' released code, only calls to the same tool are paired, a malformed call gives -3,
-and a task whose truth has no call scores R_correct = 0.
+R_correct compares predicted calls P with ground-truth calls G: r_name = Jaccard of the tool names;
+each matched pair (G_j, P_i) adds the Jaccard of their parameter names plus the number of parameters
+whose value equals the truth; R_max = r_name + the pair scores of the best one-to-one matching (found
+exactly, by dynamic programming over subsets); R_correct = 6 * R_max / S_max - 3 with
+S_max = 1 + |G| + sum_j |keys(G_j)|. As in the authors' released code, names are compared as multisets
+(the paper's sets when no tool repeats), only calls to the same tool are paired, a malformed call gives
+-3, and a task whose truth has no call scores R_correct = 0.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 import pytest
 
 from trainers.rewards import REWARDS, RewardContext
-from trainers.rewards.calls import Call
+from trainers.rewards.calls import Call, ground_truth_calls
 from trainers.rewards.toolrl import best_matching, correctness_score, name_jaccard
 from trainers.trajectory import ToolCall
 
@@ -83,3 +83,8 @@ def test_malformed_call_gets_the_minimum(make_traj):
 def test_task_without_truth_calls_scores_zero_correctness(make_traj):
     traj = make_traj("<think>hi</think>\n<response>hello</response>", {"response": "hello"})
     assert REWARDS.get("toolrl")(part="correct").score(traj, CTX) == 0.0
+
+
+def test_ground_truth_arguments_may_be_a_json_string():
+    truth = {"tool_calls": '[{"name": "f", "arguments": "{\\"x\\": 1}"}]'}
+    assert ground_truth_calls(truth) == [call("f", x=1)]
