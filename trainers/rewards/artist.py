@@ -2,8 +2,8 @@
 
 answer: 1 if the final answer (in `<answer>`) is correct; format: the response keeps the order
 think -> tool -> output (every tool block followed by its `<output>`) and ends with one `<answer>`;
-tool: successful calls / total calls (0 without calls). The paper's math setting gives a correct
-answer 2, hence the default answer weight.
+tool: successful calls / total calls (0 without calls). The default weights give a correct answer 2,
+as we read the paper's math setting; every weight is a parameter.
 """
 
 from __future__ import annotations
