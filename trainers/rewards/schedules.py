@@ -62,8 +62,9 @@ class StepSchedule(BaseModel):
 
 
 class ToolRLDynamicSchedule(BaseModel):
-    """ToolRL's dynamic reward scale (arXiv 2504.13958, sec. 5, "Dynamic"): over S steps the format
-    reward's maximum falls linearly from 2 to 1 and the correctness range widens from [-2, 2] to [-3, 3].
+    """ToolRL's dynamic reward scale (arXiv 2504.13958, the "Dynamic" reward-scale variant), as the
+    authors' code implements it: over S steps the format reward's maximum falls linearly from 2 to 1
+    and the correctness range widens from [-2, 2] to [-3, 3].
 
     As multipliers of R_format in {0, 1} and R_correct in [-3, 3]: format 2 - p, correct (2 + p) / 3,
     p = min(step / S, 1). The authors' code also lowers a wrong format's value to between -2 and -1;
