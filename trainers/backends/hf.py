@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from transformers import DynamicCache
 
 from trainers.backends.base import GenerationBackend, GenerationOutput, GenerationRequest
 from trainers.backends.sampler import sample_step
@@ -87,23 +88,10 @@ class HFBackend(GenerationBackend):
         logps: list[list[float]] = [[] for _ in requests]
         results: list[GenerationOutput | None] = [None] * len(requests)
 
-        input_ids, attention = left_pad([r.prompt_ids for r in requests], self.pad_id, self.device)
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)
-        from transformers import DynamicCache
-
-        cache = DynamicCache()
-        out = self.model(
-            input_ids=input_ids,
-            attention_mask=attention,
-            position_ids=positions,
-            **{self.cache_arg: cache},
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        next_pos = positions[:, -1:] + 1
+        logits, cache, attention, next_pos = self._prefill([r.prompt_ids for r in requests])
         active = list(range(len(requests)))  # request index of each batch row
         while True:
-            step_tokens, step_logps = sample_step(out.logits[:, -1, :], params, generator)
+            step_tokens, step_logps = sample_step(logits, params, generator)
             keep: list[int] = []
             for row, (tok, lp) in enumerate(zip(step_tokens.tolist(), step_logps.tolist(), strict=True)):
                 i = active[row]
@@ -133,8 +121,34 @@ class HFBackend(GenerationBackend):
                 **{self.cache_arg: cache},
                 use_cache=True,
             )
+            logits = out.logits[:, -1, :]
             next_pos = next_pos + 1
         return [r for r in results if r is not None]
+
+    def _prefill(self, prompts: list[list[int]]) -> tuple[torch.Tensor, Any, torch.Tensor, torch.Tensor]:
+        """Last-position logits, KV cache, attention mask and next positions of the prompts.
+
+        Identical prompts (the G samples of one GRPO group) are encoded once and their cache rows copied.
+        """
+        unique: dict[tuple[int, ...], int] = {}
+        row_of = [unique.setdefault(tuple(p), len(unique)) for p in prompts]
+        input_ids, attention = left_pad([list(p) for p in unique], self.pad_id, self.device)
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        cache = DynamicCache()
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention,
+            position_ids=positions,
+            use_cache=True,
+            logits_to_keep=1,
+            **{self.cache_arg: cache},
+        )
+        logits, next_pos = out.logits[:, -1, :], positions[:, -1:] + 1
+        if len(unique) < len(prompts):
+            index = torch.tensor(row_of, device=self.device)
+            cache.batch_select_indices(index)
+            logits, attention, next_pos = logits[index], attention[index], next_pos[index]
+        return logits, cache, attention, next_pos
 
 
 def left_pad(

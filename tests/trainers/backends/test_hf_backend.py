@@ -27,13 +27,12 @@ def prompts(backend) -> list[list[int]]:
 
 
 def test_batched_rows_match_rows_generated_alone(backend):
-    requests = [
-        GenerationRequest(p, n, [], GREEDY) for p, n in zip(prompts(backend), (9, 4, 13), strict=True)
-    ]
+    rows = [*prompts(backend), prompts(backend)[0]]  # a repeated prompt shares its prefill
+    requests = [GenerationRequest(p, n, [], GREEDY) for p, n in zip(rows, (9, 4, 13, 6), strict=True)]
     batched = backend.generate(requests)
     alone = [backend.generate([r])[0] for r in requests]
     assert [o.token_ids for o in batched] == [o.token_ids for o in alone]
-    assert [len(o.token_ids) for o in batched] == [9, 4, 13]
+    assert [len(o.token_ids) for o in batched] == [9, 4, 13, 6]
     for a, b in zip(batched, alone, strict=True):
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
 
