@@ -50,8 +50,17 @@ class Run(models.Model):
 
     # Written once by run_create and never updated: the run must stay reproducible.
     config = models.JSONField()
-    # Catalog version ids the config refers to, e.g. {"dataset": 3, "prompt": 7, "tools": [4, 5]}.
-    pinned_versions = models.JSONField(default=dict, blank=True)
+    # The catalog versions the config was composed from; PROTECT: a pinned version outlives its runs.
+    dataset_version = models.ForeignKey(
+        "datasets.DatasetVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    prompt_version = models.ForeignKey(
+        "prompts.PromptTemplateVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    reward_version = models.ForeignKey(
+        "rewards.RewardDefinitionVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    tool_versions = models.ManyToManyField("toolschemas.ToolSchemaVersion", blank=True, related_name="+")
     queue = models.CharField(max_length=64, default="cpu")
 
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
@@ -171,6 +180,7 @@ class Checkpoint(models.Model):
 
 
 class AlertSeverity(models.TextChoices):
+    INFO = "info"
     WARNING = "warning"
     CRITICAL = "critical"
 

@@ -1,41 +1,26 @@
-"""Fixtures for the runs app: a team with a member, another team, and runs owned by each."""
+"""Fixtures for the runs app: runs owned by `team` (member) and `other_team` (outsider), trajectories.
+
+team, other_team, member and outsider come from tests/workbench/conftest.py.
+"""
 
 from __future__ import annotations
 
 import pytest
 
+from trainers.config import RunConfig
 from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
-from workbench.accounts.models import Membership, Role, Team
 from workbench.runs.models import Run
 
 
 @pytest.fixture
-def team(db):
-    return Team.objects.create(name="alpha")
+def snapshot():
+    """A valid config snapshot: the trainers defaults, as run_create stores them."""
+    return RunConfig().model_dump(mode="json")
 
 
 @pytest.fixture
-def other_team(db):
-    return Team.objects.create(name="beta")
-
-
-@pytest.fixture
-def member(team, django_user_model):
-    user = django_user_model.objects.create_user(username="ada", password="pw-ada-123")
-    Membership.objects.create(user=user, team=team, role=Role.MEMBER)
-    return user
-
-
-@pytest.fixture
-def outsider(other_team, django_user_model):
-    user = django_user_model.objects.create_user(username="eve", password="pw-eve-123")
-    Membership.objects.create(user=user, team=other_team, role=Role.MEMBER)
-    return user
-
-
-@pytest.fixture
-def run(team, member):
-    return Run.objects.create(team=team, created_by=member, name="demo", config={"algorithm": "grpo"})
+def run(team, member, snapshot):
+    return Run.objects.create(team=team, created_by=member, name="demo", config=snapshot)
 
 
 @pytest.fixture

@@ -1,0 +1,76 @@
+"""The worker side of a run, driven by a scripted trainer that uses the sink and should_stop like the loop."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from workbench.runs.execution import run_execute
+from workbench.runs.ingest import checkpoint_record
+from workbench.runs.models import MetricPoint, Run, RunStatus
+
+
+def scripted(
+    steps: int = 3, fail_at: int | None = None, cancel_at: int | None = None, seen: dict | None = None
+):
+    """A trainer stand-in: logs a metric per step, checkpoints at the end, honours should_stop."""
+
+    def train(config, *, sink, should_stop, resume_from=None):
+        if seen is not None:
+            seen.update(resume_from=resume_from, output_dir=config.output_dir)
+        for step in range(steps):
+            if step == cancel_at:
+                Run.objects.filter(output_dir_run(config)).update(cancel_requested=True)
+            if should_stop():
+                return
+            logging.getLogger("trainers.loop").info("step %s", step)
+            if step == fail_at:
+                raise ValueError("boom")
+            sink.log_metrics(step, {"reward/mean": step / 10})
+        sink.log_checkpoint(steps - 1, Path(config.output_dir) / "ckpt")
+
+    return train
+
+
+def output_dir_run(config):
+    from django.db.models import Q
+
+    return Q(pk=int(Path(config.output_dir).name))
+
+
+def test_successful_run_stores_metrics_and_checkpoint(run):
+    assert run_execute(run_id=run.pk, worker="w1", train=scripted()) == RunStatus.SUCCEEDED
+    run.refresh_from_db()
+    assert (run.status, run.attempts, run.last_checkpoint_step, run.worker) == ("succeeded", 1, 2, "w1")
+    assert MetricPoint.objects.filter(run=run).count() == 3
+
+
+def test_failure_keeps_error_log_tail_and_recorded_points(run):
+    assert run_execute(run_id=run.pk, worker="w1", train=scripted(fail_at=2)) == RunStatus.FAILED
+    run.refresh_from_db()
+    assert run.error == "ValueError: boom"
+    assert "step 1" in run.log_tail and "Traceback" in run.log_tail
+    assert MetricPoint.objects.filter(run=run).count() == 2
+
+
+def test_cancel_mid_run_stops_and_keeps_points(run):
+    train = scripted(steps=10, cancel_at=2)
+    assert run_execute(run_id=run.pk, worker="w1", train=train, poll_interval=0) == RunStatus.CANCELLED
+    assert MetricPoint.objects.filter(run=run).count() == 2
+
+
+def test_finished_run_is_not_run_again(run):
+    run.status = RunStatus.SUCCEEDED
+    run.save()
+    assert run_execute(run_id=run.pk, worker="w1", train=scripted()) is None
+
+
+def test_redelivery_resumes_from_the_last_checkpoint(run, tmp_path):
+    run.status, run.attempts = RunStatus.RUNNING, 1
+    run.save()
+    (tmp_path / "step_5").mkdir()
+    checkpoint_record(run_id=run.pk, step=5, path=str(tmp_path / "step_5"))
+    seen: dict = {}
+    run_execute(run_id=run.pk, worker="w2", train=scripted(seen=seen))
+    run.refresh_from_db()
+    assert (seen["resume_from"], run.attempts) == (str(tmp_path / "step_5"), 2)

@@ -1,0 +1,167 @@
+"""Writes on runs from the browser: create (validate + snapshot + pin), launch, cancel, edit metadata.
+
+The config snapshot is written once here and never updated; the worker reads it by run id.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from trainers.config import ConfigError, validate_config
+from workbench.accounts.access import require_role, team_id_of
+from workbench.accounts.models import Role
+from workbench.jobs.queues import QUEUE_NAMES
+
+from .models import Run, RunStatus, Tag
+
+
+def run_config_compose(
+    *,
+    base: dict[str, Any],
+    dataset_version=None,
+    prompt_version=None,
+    reward_version=None,
+    tool_versions: Sequence = (),
+) -> dict[str, Any]:
+    """The config with the pinned catalog versions written into the sections they define."""
+    config = copy.deepcopy(base)
+    if prompt_version is not None:
+        config["template"] = {"name": prompt_version.family, "source": prompt_version.source or None}
+    if reward_version is not None:
+        config["reward"] = copy.deepcopy(reward_version.definition)
+    if tool_versions:
+        config["tools"] = [version.binding() for version in tool_versions]
+    return config
+
+
+def run_config_validate(config: Any) -> dict[str, Any]:
+    """The normalised snapshot (defaults filled in), or a ValidationError keyed by config path."""
+    try:
+        return validate_config(config).model_dump(mode="json")
+    except ConfigError as exc:
+        errors: dict[str, list[str]] = {}
+        for path, message in exc.errors:
+            errors.setdefault(path or "config", []).append(message)
+        raise ValidationError(errors) from None
+
+
+def _check_pins(team, pins: Iterable) -> None:
+    """Defence in depth behind the scoped form: every pinned version must be this team's."""
+    for version in pins:
+        if version is not None and team_id_of(version) != team.pk:
+            raise ValidationError({"config": ["A pinned catalog version belongs to another team."]})
+
+
+def _tags(team, names: Iterable[str]) -> list[Tag]:
+    clean = sorted({name.strip()[:64] for name in names if name.strip()})
+    return [Tag.objects.get_or_create(team=team, name=name)[0] for name in clean]
+
+
+@transaction.atomic
+def run_create(
+    *,
+    team,
+    user,
+    name: str,
+    config: dict[str, Any],
+    queue: str,
+    notes: str = "",
+    tags: Iterable[str] = (),
+    dataset_version=None,
+    prompt_version=None,
+    reward_version=None,
+    tool_versions: Sequence = (),
+    cloned_from: Run | None = None,
+    launch: bool = True,
+) -> Run:
+    """Validate the composed config, store it as the run's immutable snapshot and (by default) launch it."""
+    require_role(user=user, team=team, min_role=Role.MEMBER)
+    if queue not in QUEUE_NAMES:
+        raise ValidationError({"queue": [f"Unknown queue {queue!r}; one of {', '.join(QUEUE_NAMES)}."]})
+    _check_pins(team, [dataset_version, prompt_version, reward_version, *tool_versions])
+    composed = run_config_compose(
+        base=config,
+        dataset_version=dataset_version,
+        prompt_version=prompt_version,
+        reward_version=reward_version,
+        tool_versions=tool_versions,
+    )
+    run = Run(
+        team=team,
+        created_by=user,
+        name=name,
+        notes=notes,
+        queue=queue,
+        config=run_config_validate(composed),
+        dataset_version=dataset_version,
+        prompt_version=prompt_version,
+        reward_version=reward_version,
+        cloned_from=cloned_from,
+    )
+    run.full_clean()
+    run.save()
+    run.tool_versions.set(tool_versions)
+    run.tags.set(_tags(team, tags))
+    if launch:
+        run_launch(run=run)
+    return run
+
+
+def run_launch(*, run: Run) -> None:
+    """Enqueue the training task on the run's queue once the row is committed; the id is known up front."""
+    from .tasks import train_run
+
+    run.celery_task_id = uuid.uuid4().hex
+    run.save(update_fields=["celery_task_id"])
+    transaction.on_commit(
+        lambda: train_run.apply_async(args=[run.pk], queue=run.queue, task_id=run.celery_task_id)
+    )
+
+
+@transaction.atomic
+def run_cancel(*, run: Run, user) -> Run:
+    """A queued run is cancelled at once; a running one is asked to stop (the worker polls the flag)."""
+    require_role(user=user, team=run.team_id, min_role=Role.MEMBER)
+    run = Run.objects.select_for_update().get(pk=run.pk)
+    if run.is_finished:
+        return run
+    run.cancel_requested = True
+    fields = ["cancel_requested"]
+    if run.status == RunStatus.QUEUED:
+        run.status, run.finished_at = RunStatus.CANCELLED, timezone.now()
+        fields += ["status", "finished_at"]
+    run.save(update_fields=fields)
+    return run
+
+
+@transaction.atomic
+def run_update(*, run: Run, user, name: str, notes: str, tags: Iterable[str], is_baseline: bool) -> Run:
+    """Edit what describes a run for the team; the config snapshot is deliberately not a parameter."""
+    require_role(user=user, team=run.team_id, min_role=Role.MEMBER)
+    run.name, run.notes, run.is_baseline = name, notes, is_baseline
+    run.full_clean()
+    run.save(update_fields=["name", "notes", "is_baseline"])
+    run.tags.set(_tags(run.team, tags))
+    return run
+
+
+def run_clone_initial(*, run: Run) -> dict[str, Any]:
+    """Initial data for a new run that starts as a copy of this one."""
+    return {
+        "name": f"{run.name} (copy)",
+        "queue": run.queue,
+        "notes": run.notes,
+        "tags": ", ".join(run.tags.values_list("name", flat=True)),
+        "config": copy.deepcopy(run.config),
+        "dataset_version": run.dataset_version_id,
+        "prompt_version": run.prompt_version_id,
+        "reward_version": run.reward_version_id,
+        "tool_versions": list(run.tool_versions.values_list("pk", flat=True)),
+    }
