@@ -1,8 +1,26 @@
 """Forms of the datasets app: what a user types; the services do the checking that needs the database."""
 
 from django import forms
+from django.db.models import OuterRef, QuerySet, Subquery
 
-from workbench.datasets.models import SplitMethod
+from workbench.datasets.models import DatasetVersion, SplitMethod
+
+
+def latest_versions(model) -> QuerySet:
+    """The newest version of every live item of a catalog version model (unscoped: a form mixin scopes it)."""
+    newest = model.objects.filter(item=OuterRef("item")).order_by("-number").values("number")[:1]
+    latest = model.objects.filter(item__is_deleted=False, number=Subquery(newest))
+    return latest.select_related("item").order_by("item__name")
+
+
+class DatasetVersionChoice(forms.ModelChoiceField):
+    """A dataset version select; use in a TeamScopedFormMixin form so it offers only the user's teams'."""
+
+    def __init__(self, **kwargs):
+        super().__init__(queryset=latest_versions(DatasetVersion), **kwargs)
+
+    def label_from_instance(self, obj) -> str:
+        return f"{obj.item.name} v{obj.number} ({obj.row_count} rows)"
 
 
 class DatasetUploadForm(forms.Form):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.http import Http404
 
-from workbench.accounts.access import get_scoped_or_404, team_queryset
+from workbench.accounts.access import get_scoped_or_404
 from workbench.accounts.models import Role, Team
 from workbench.catalog.selectors import catalog_items_for
 from workbench.datasets.models import Dataset, DatasetRow, DatasetUpload, DatasetVersion
@@ -39,14 +39,6 @@ def dataset_rows(*, version: DatasetVersion, split: str | None = None, limit: in
 
 def dataset_row_get(*, user, pk) -> DatasetRow:
     return get_scoped_or_404(DatasetRow.objects.select_related("version__item"), user, pk)
-
-
-def dataset_versions_for(*, user, team: Team | None = None) -> QuerySet[DatasetVersion]:
-    """Versions of live datasets (for choice fields elsewhere: previews, runs)."""
-    qs = team_queryset(DatasetVersion, user).filter(item__is_deleted=False).select_related("item")
-    if team is not None:
-        qs = qs.filter(item__team=team)
-    return qs.order_by("item__name", "-number")
 
 
 def dataset_upload_get(*, user, pk) -> DatasetUpload:

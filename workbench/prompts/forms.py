@@ -1,13 +1,12 @@
 """Forms of the prompt template app; families come from trainers.templates.TEMPLATES."""
 
 from django import forms
-from django.db.models import OuterRef, Subquery
 
 from workbench.accounts.access import TeamScopedFormMixin
-from workbench.datasets.models import DatasetVersion
+from workbench.datasets.forms import DatasetVersionChoice
 from workbench.prompts.rendering import family_names
 from workbench.prompts.tokenizers import TINY
-from workbench.toolschemas.models import ToolSchemaVersion
+from workbench.toolschemas.forms import ToolVersionsChoice
 
 
 def _family_choices() -> list[tuple[str, str]]:
@@ -32,33 +31,17 @@ class PromptTemplateCreateForm(PromptTemplateForm):
     field_order = ["name"]
 
 
-class DatasetVersionChoice(forms.ModelChoiceField):
-    def label_from_instance(self, obj) -> str:
-        return f"{obj.item.name} v{obj.number} ({obj.row_count} rows)"
-
-
-class ToolVersionChoice(forms.ModelMultipleChoiceField):
-    def label_from_instance(self, obj) -> str:
-        return f"{obj.item.name} ({obj.function_name}) v{obj.number}"
-
-
-def _latest(model):
-    newest = model.objects.filter(item=OuterRef("item")).order_by("-number").values("number")[:1]
-    latest = model.objects.filter(item__is_deleted=False, number=Subquery(newest))
-    return latest.select_related("item").order_by("item__name")
-
-
 class PreviewForm(TeamScopedFormMixin, forms.Form):
     """What to render the template with: a dataset row (or a typed question), tools and a tokenizer.
 
     The mixin limits both choice lists to the user's teams: another team's id is an invalid choice."""
 
-    dataset = DatasetVersionChoice(queryset=_latest(DatasetVersion), required=False, label="Dataset")
+    dataset = DatasetVersionChoice(required=False, label="Dataset")
     row_index = forms.IntegerField(min_value=0, initial=0, required=False, label="Row")
     question = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Or a question"
     )
-    tools = ToolVersionChoice(queryset=_latest(ToolSchemaVersion), required=False)
+    tools = ToolVersionsChoice(required=False)
     tokenizer = forms.CharField(
         initial=TINY, help_text="tiny (bundled) or an absolute path to a local tokenizer."
     )

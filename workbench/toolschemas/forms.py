@@ -2,7 +2,8 @@
 
 from django import forms
 
-from workbench.toolschemas.models import Implementation
+from workbench.datasets.forms import latest_versions
+from workbench.toolschemas.models import Implementation, ToolSchemaVersion
 from workbench.toolschemas.services import builtin_names
 
 
@@ -30,3 +31,13 @@ class ToolSchemaCreateForm(ToolSchemaForm):
 
 class TryForm(forms.Form):
     arguments = forms.CharField(widget=forms.Textarea(attrs={"rows": 4, "class": "code"}), initial="{}")
+
+
+class ToolVersionsChoice(forms.ModelMultipleChoiceField):
+    """Tool schema selects; use in a TeamScopedFormMixin form so it offers only the user's teams'."""
+
+    def __init__(self, **kwargs):
+        super().__init__(queryset=latest_versions(ToolSchemaVersion), **kwargs)
+
+    def label_from_instance(self, obj) -> str:
+        return f"{obj.item.name} ({obj.function_name}) v{obj.number}"

@@ -3,7 +3,7 @@
 from django.db.models import QuerySet
 from django.http import Http404
 
-from workbench.accounts.access import get_scoped_or_404, team_queryset
+from workbench.accounts.access import get_scoped_or_404
 from workbench.accounts.models import Role, Team
 from workbench.catalog.selectors import catalog_items_for
 from workbench.toolschemas.models import ToolSchema, ToolSchemaVersion
@@ -23,14 +23,3 @@ def tool_schema_version_get(*, item: ToolSchema, number: int | None) -> ToolSche
     if version is None:
         raise Http404
     return version
-
-
-def tool_schema_latest_versions(*, user, team: Team | None = None) -> list[ToolSchemaVersion]:
-    """The latest version of each live tool schema (choices for previews and runs)."""
-    qs = team_queryset(ToolSchemaVersion, user).filter(item__is_deleted=False).select_related("item")
-    if team is not None:
-        qs = qs.filter(item__team=team)
-    latest: dict[int, ToolSchemaVersion] = {}
-    for version in qs.order_by("item__name", "-number"):
-        latest.setdefault(version.item_id, version)
-    return list(latest.values())
