@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from trainers.rollout import cli as rollout_cli
 from trainers.sandbox import cli as sandbox_cli
 
 
@@ -11,6 +12,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m trainers", description="Agent RL Workbench trainers")
     subparsers = parser.add_subparsers(dest="command", required=True)
     sandbox_cli.add_parser(subparsers)
+    rollout_cli.add_parser(subparsers)
     return parser
 
 
