@@ -9,6 +9,7 @@ as we read the paper's math setting; every weight is a parameter.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,10 +26,12 @@ class ArtistParams(BaseModel):
     answer_weight: float = Field(2.0, description="weight of the answer sub-score")
     format_weight: float = Field(1.0, description="weight of the format sub-score")
     tool_weight: float = Field(1.0, description="weight of the tool-execution sub-score")
-    tool_tags: list[str] = Field(["python"], min_length=1, description="tags that hold a tool call")
+    tool_tags: list[str] | None = Field(
+        None, description="tags that hold a tool call; none = the names of the tools the trajectory called"
+    )
 
 
-def format_ok(text: str, tool_tags: list[str]) -> bool:
+def format_ok(text: str, tool_tags: Sequence[str]) -> bool:
     """think first, every tool block answered by an output, exactly one answer, at the end."""
     text = strip_special(text)
     seq = opening_tags(text, ["think", "output", "answer", *tool_tags])
@@ -54,9 +57,15 @@ class Artist(RewardComponent):
     def parts(self, trajectory: Trajectory, ctx: RewardContext) -> dict[str, float]:
         return {
             "answer": 1.0 if is_correct(trajectory, CorrectnessParams(mode=self.params.mode)) else 0.0,
-            "format": 1.0 if format_ok(trajectory.response_text, self.params.tool_tags) else 0.0,
+            "format": 1.0 if format_ok(trajectory.response_text, self._tool_tags(trajectory)) else 0.0,
             "tool": execution_ratio(trajectory),
         }
+
+    def _tool_tags(self, trajectory: Trajectory) -> list[str]:
+        # ARTIST's template names each call's block after its tool: <python>...</python>
+        if self.params.tool_tags is not None:
+            return self.params.tool_tags
+        return sorted({call.name for call in trajectory.tool_calls})
 
     def score(self, trajectory: Trajectory, ctx: RewardContext) -> float:
         p = self.parts(trajectory, ctx)

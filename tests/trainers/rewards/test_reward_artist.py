@@ -2,7 +2,7 @@ import pytest
 
 from trainers.rewards import REWARDS, RewardContext
 from trainers.rewards.artist import format_ok
-from trainers.trajectory import ToolResult
+from trainers.trajectory import ToolCall, ToolResult
 
 CTX = RewardContext()
 GOOD = (
@@ -11,18 +11,19 @@ GOOD = (
 )
 OK = ToolResult("python", ok=True, output="42")
 FAIL = ToolResult("python", ok=False, output="SyntaxError")
+PY = ToolCall("python", {"code": "print(6*7)"})
 
 
 def test_sub_scores_and_weighted_total(make_traj):
     artist = REWARDS.get("artist")()
-    traj = make_traj(GOOD, {"answer": "42"}, results=[OK, FAIL, OK, OK])
+    traj = make_traj(GOOD, {"answer": "42"}, calls=[PY], results=[OK, FAIL, OK, OK])
     assert artist.parts(traj, CTX) == {"answer": 1.0, "format": 1.0, "tool": 0.75}
     assert artist.score(traj, CTX) == pytest.approx(2.0 * 1 + 1.0 * 1 + 1.0 * 0.75)
 
 
 def test_weights_are_parameters(make_traj):
     artist = REWARDS.get("artist")(answer_weight=1.0, format_weight=0.5, tool_weight=0.0)
-    traj = make_traj(GOOD, {"answer": "41"}, results=[OK])
+    traj = make_traj(GOOD, {"answer": "41"}, calls=[PY], results=[OK])
     assert artist.score(traj, CTX) == pytest.approx(0.5)
 
 
@@ -41,3 +42,12 @@ def test_format_requires_outputs_after_tools_and_one_final_answer():
 
 def test_format_ignores_a_sampled_end_of_turn_token():
     assert format_ok(GOOD + "<|im_end|>", ["python"])
+
+
+def test_tool_tags_default_to_the_called_tools(make_traj):
+    artist = REWARDS.get("artist")()
+    assert artist.parts(make_traj(GOOD, {"answer": "42"}, calls=[PY]), CTX)["format"] == 1.0
+    # no call parsed: the <python> block is not a tool block, so its <output> is out of place
+    assert artist.parts(make_traj(GOOD, {"answer": "42"}), CTX)["format"] == 0.0
+    fixed = REWARDS.get("artist")(tool_tags=["python"])
+    assert fixed.parts(make_traj(GOOD, {"answer": "42"}), CTX)["format"] == 1.0

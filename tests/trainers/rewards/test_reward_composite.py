@@ -51,7 +51,9 @@ def test_labels_let_one_component_appear_twice(make_traj):
 def test_sub_scores_are_recorded_under_the_component_key(make_traj):
     reward = definition({"name": "artist", "label": "a"})
     text = "<think>t</think><python>1</python><output>1</output><answer>1</answer>"
-    traj = make_traj(text, {"answer": "1"}, results=[ToolResult("python", True, "1")])
+    traj = make_traj(
+        text, {"answer": "1"}, calls=[ToolCall("python", {})], results=[ToolResult("python", True, "1")]
+    )
     reward.compute([traj], RewardContext())
     assert traj.rewards == {"a": 4.0, "a/answer": 1.0, "a/format": 1.0, "a/tool": 1.0}
 
