@@ -1,7 +1,8 @@
-"""A warm pool of one-shot sandbox workers: a call costs a pipe round trip, not an interpreter start.
+"""A warm pool of one-shot sandbox workers: a call costs one pipe round trip, not an interpreter start.
 
-Each worker is started in the background with every limit already applied, serves exactly one call
-and is discarded; the pool starts a replacement at once, so no state leaks between calls.
+A root zygote (trainers/sandbox/worker.py) forks each worker with every limit applied and passes the
+pool the worker's pipes. A worker serves exactly one call and is discarded; a background thread keeps
+`size` of them ready, so nothing leaks from one call into the next.
 """
 
 from __future__ import annotations
@@ -11,17 +12,18 @@ import itertools
 import json
 import os
 import queue
-import select
+import selectors
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from trainers.sandbox.limits import SandboxLimits, SandboxResult
+from trainers.sandbox.output import Capture, LineReader, classify
 from trainers.sandbox.worker import sandbox_env
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
@@ -37,29 +39,24 @@ class SandboxError(RuntimeError):
 
 
 class _Worker:
-    def __init__(self, proc: subprocess.Popen, isolation: dict[str, Any]) -> None:
-        self.proc = proc
-        self.isolation = isolation
+    """The pool's ends of one worker's pipes, and a pidfd on its init (safe against pid reuse)."""
+
+    def __init__(self, fds: dict[str, int]) -> None:
+        self.fds = fds
+        self.ctl = LineReader(fds["ctl"])
+        self.pidfd = -1
+        self.isolation: dict[str, Any] = {}
 
     def kill(self) -> None:
-        """The launcher leads its own session; its death takes the init along (parent-death signal)."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.pidfd >= 0:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
 
-
-def _read_line(fd: int, timeout_s: float) -> bytes:
-    """One line from a pipe within `timeout_s`, or b'' when it ends or times out."""
-    deadline = time.monotonic() + timeout_s
-    buf = bytearray()
-    while not buf.endswith(b"\n"):
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-            return b""
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return b""
-        buf += chunk
-    return bytes(buf)
+    def close(self) -> None:
+        for fd in (*self.fds.values(), self.pidfd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pidfd = -1
 
 
 class WorkerPool:
@@ -76,59 +73,71 @@ class WorkerPool:
         start_timeout_s: float = 30.0,
     ) -> None:
         self.limits = limits or SandboxLimits()
-        self.size = size
-        self.python = python
+        self.size, self.start_timeout_s = size, start_timeout_s
         self.uid_base, self.uid_span = uid_base, uid_span
-        self.start_timeout_s = start_timeout_s
         self._ready: queue.Queue[_Worker | SandboxError] = queue.Queue()
-        self._executor = ThreadPoolExecutor(max_workers=max(2, size), thread_name_prefix="sandbox-pool")
+        self._wanted: queue.Queue[bool] = queue.Queue()
         self._closed = False
-        self._lock = threading.Lock()
+        self._sock, self._zygote = self._start_zygote(python)
+        threading.Thread(target=self._refill, name="sandbox-pool", daemon=True).start()
         for _ in range(size):
-            self._executor.submit(self._spawn_into_pool)
+            self._wanted.put(True)
 
-    # --- worker lifecycle ----------------------------------------------------------------------
-    def _config(self) -> dict[str, Any]:
-        expose = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(self.python))}
-        return {
+    # --- workers ------------------------------------------------------------------------------
+    def _start_zygote(self, python: str) -> tuple[socket.socket, subprocess.Popen]:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        expose = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(python))}
+        config = {
             **self.limits.model_dump(exclude={"hide", "preload"}),
             "preload": list(self.limits.preload),
             "hide": [*DEFAULT_HIDE, *self.limits.hide],
             "expose": sorted(expose),
             "scratch": SCRATCH,
-            "uid": self.uid_base + next(_uids) % self.uid_span,
         }
-
-    def _spawn(self) -> _Worker:
-        config = self._config()
-        proc = subprocess.Popen(
-            [self.python, "-I", str(WORKER_SCRIPT), json.dumps(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+        zygote = subprocess.Popen(
+            [python, "-I", str(WORKER_SCRIPT), json.dumps(config), str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
             env=sandbox_env(config),
             cwd="/",
             start_new_session=True,
         )
-        line = _read_line(proc.stdout.fileno(), self.start_timeout_s)
-        ready = json.loads(line) if line else {}
-        if not ready.get("ready"):
-            _Worker(proc, {}).kill()
-            detail = ready.get("error") or proc.stderr.read1(4096).decode(errors="replace")
-            raise SandboxError(f"sandbox worker failed to start: {detail}")
-        return _Worker(proc, ready["isolation"])
+        theirs.close()
+        return ours, zygote
 
-    def _spawn_into_pool(self) -> None:
-        try:
-            worker = self._spawn()
-        except Exception as exc:  # surfaced to the caller that takes this slot
-            self._ready.put(exc if isinstance(exc, SandboxError) else SandboxError(str(exc)))
-            return
-        with self._lock:
-            if self._closed:
+    def _spawn(self) -> _Worker:
+        """Ask the zygote for a worker; its start-up runs on while the next one is forked."""
+        self._sock.send(json.dumps({"uid": self.uid_base + next(_uids) % self.uid_span}).encode())
+        message, fds, _, _ = socket.recv_fds(self._sock, 1024, 4)
+        if not message:
+            raise SandboxError("the sandbox zygote exited; is the python path right?")
+        return _Worker(dict(zip(json.loads(message), fds, strict=True)))
+
+    def _await_ready(self, worker: _Worker) -> None:
+        """Read the launcher's pid line and the init's ready line (in either order)."""
+        deadline = time.monotonic() + self.start_timeout_s
+        while worker.pidfd < 0 or not worker.isolation:
+            line = worker.ctl.read_line(deadline)
+            info = json.loads(line) if line else {"ready": False, "error": "no answer from the worker"}
+            if "pid" in info:
+                worker.pidfd = os.pidfd_open(info["pid"])
+            elif info.get("ready"):
+                worker.isolation = info["isolation"]
+            else:
                 worker.kill()
-                return
-            self._ready.put(worker)
+                worker.close()
+                raise SandboxError(f"sandbox worker failed to start: {info.get('error')}")
+
+    def _refill(self) -> None:
+        """One thread starts workers as calls use them (the zygote forks, so this takes milliseconds)."""
+        while self._wanted.get() and not self._closed:
+            try:
+                self._ready.put(self._spawn())
+            except (OSError, ValueError, SandboxError) as exc:
+                self._ready.put(exc if isinstance(exc, SandboxError) else SandboxError(repr(exc)))
+                if self._zygote.poll() is not None:
+                    return
 
     def _take(self) -> _Worker:
         if self._closed:
@@ -137,49 +146,84 @@ class WorkerPool:
             item = self._ready.get(timeout=self.start_timeout_s)
         except queue.Empty:
             raise SandboxError("no sandbox worker became ready in time") from None
-        if not self._closed:
-            self._executor.submit(self._spawn_into_pool)
         if isinstance(item, SandboxError):
+            self._wanted.put(True)
             raise item
+        try:
+            self._await_ready(item)
+        except SandboxError:
+            self._wanted.put(True)
+            raise
         return item
 
-    @staticmethod
-    def _reap(worker: _Worker) -> None:
-        try:
-            worker.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.proc.wait()
-        for stream in (worker.proc.stdin, worker.proc.stdout, worker.proc.stderr):
-            stream.close()
-
-    # --- calls --------------------------------------------------------------------------------
     def isolation(self) -> dict[str, Any]:
-        """What the kernel granted a worker (namespaces, private filesystem, own /proc, uid drop)."""
+        """What the kernel granted (namespaces, private filesystem, own /proc, uid drop)."""
         worker = self._take()
         self._ready.put(worker)
         return dict(worker.isolation)
 
+    # --- one call -----------------------------------------------------------------------------
     def run(self, code: str) -> SandboxResult:
         worker = self._take()
+        self._wanted.put(True)  # a replacement starts while this call runs
         try:
-            worker.proc.stdin.write((json.dumps({"code": code}) + "\n").encode())
-            worker.proc.stdin.flush()
-            line = _read_line(worker.proc.stdout.fileno(), self.limits.wall_s + 5.0)
-        except BrokenPipeError:
-            line = b""
+            return self._run(worker, code)
         finally:
-            if not self._closed:
-                self._executor.submit(self._reap, worker)
-        if not line:
             worker.kill()
-            return SandboxResult("killed", "", "", "sandbox worker died without an answer", 0.0)
-        reply = json.loads(line)
-        return SandboxResult(**{k: reply[k] for k in SandboxResult.__dataclass_fields__})
+            worker.close()
+
+    def _run(self, worker: _Worker, code: str) -> SandboxResult:
+        start = time.perf_counter()
+        with contextlib.suppress(BrokenPipeError):
+            data = memoryview(code.encode("utf-8", "replace"))
+            while data:
+                data = data[os.write(worker.fds["code"], data) :]
+        os.close(worker.fds.pop("code"))
+        out, err = Capture(self.limits.max_output_bytes), Capture(self.limits.max_output_bytes)
+        timed_out = self._wait(worker, {worker.fds["out"]: out, worker.fds["err"]: err}, start)
+        elapsed = time.perf_counter() - start
+        reports: dict[str, dict] = {}
+        deadline = time.monotonic() + 5.0
+        while "exit" not in reports and (timed_out or "status" not in reports):
+            line = worker.ctl.read_line(deadline)
+            if not line:
+                break
+            with contextlib.suppress(ValueError):
+                info = json.loads(line)
+                reports["exit" if "exit" in info else "status"] = info
+        status, error_line = classify(reports, timed_out, self.limits.cpu_s)
+        return SandboxResult(
+            status, out.text(), err.text(), error_line, round(elapsed, 6), out.cut or err.cut
+        )
+
+    def _wait(self, worker: _Worker, captures: dict[int, Capture], start: float) -> bool:
+        """Capture output until the init exits (then its whole namespace is gone) or the wall clock ends."""
+        deadline, timed_out = start + self.limits.wall_s, False
+        with selectors.DefaultSelector() as sel:
+            for fd in captures:
+                sel.register(fd, selectors.EVENT_READ)
+            sel.register(worker.pidfd, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0 and not timed_out:
+                    worker.kill()
+                    timed_out = True
+                events = sel.select(1.0 if timed_out else remaining)
+                if any(key.fd == worker.pidfd for key, _ in events):
+                    break
+                for key, _ in events:
+                    chunk = os.read(key.fd, 65536)
+                    if chunk:
+                        captures[key.fd].feed(chunk)
+                    else:
+                        sel.unregister(key.fd)
+        for fd, capture in captures.items():
+            capture.drain(fd)
+        return timed_out
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
+        self._closed = True
+        self._wanted.put(False)
         while True:
             try:
                 item = self._ready.get_nowait()
@@ -187,5 +231,10 @@ class WorkerPool:
                 break
             if isinstance(item, _Worker):
                 item.kill()
-                self._reap(item)
-        self._executor.shutdown(wait=True, cancel_futures=True)
+                item.close()
+        self._sock.close()  # the zygote sees the end of its socket and exits
+        try:
+            self._zygote.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._zygote.kill()
+            self._zygote.wait()

@@ -1,11 +1,11 @@
-"""One sandbox worker: `python -I worker.py CONFIG_JSON`, started warm by the pool, used for one call.
+"""Sandbox processes: `python -I worker.py CONFIG_JSON SOCKET_FD` starts the zygote of one pool.
 
-The launcher (this process, trusted) unshares mount/pid/net/ipc/uts namespaces and forks the init,
-pid 1 of the new pid namespace. The init hides the host's writable and private paths, mounts a fresh
-tmpfs scratch directory, drops to an unprivileged uid, applies rlimits, reports ready and waits for
-code. When the init exits the kernel kills every process left in its namespace, setsid ones included.
-Protocol on stdin/stdout, one JSON line each: launcher -> {"ready": ...}; pool -> {"code": ...};
-launcher -> result. Stdlib only, so it starts fast and imports nothing from the host project.
+zygote (root, long-lived, only forks) -> launcher (one per call: unshares mount/pid/net/ipc/uts
+namespaces, forks the init, reaps it) -> init (pid 1 of the new pid namespace: hides the host's
+private and writable paths, mounts a fresh tmpfs scratch dir, drops to an unprivileged uid, applies
+rlimits, reports ready, runs one snippet, exits). When the init exits the kernel kills every process
+left in its namespace, setsid ones included. The pool talks to the init directly over pipes whose
+ends the zygote passes it, so a call costs one round trip. Stdlib only: nothing from the project.
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ import ctypes
 import json
 import os
 import resource
-import selectors
 import signal
+import socket
 import sys
-import time
 import traceback
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
@@ -189,8 +188,11 @@ def _init_main(config: dict, fds: dict[str, int], namespaces: bool) -> None:
     os.dup2(null, 0)
     os.dup2(fds["out"], 1)
     os.dup2(fds["err"], 2)
+    for fd in {null, fds["out"], fds["err"]}:
+        os.close(fd)
     os.write(fds["ctl"], (json.dumps({"ready": True, "isolation": iso}) + "\n").encode())
     code = _read_all(fds["code"]).decode("utf-8", "replace")
+    os.close(fds["code"])
     result = _run_snippet(code)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
@@ -211,70 +213,10 @@ def _private_dir(config: dict, uid: int | None) -> str:
     return path
 
 
-# --- launcher side ------------------------------------------------------------------------------
+# --- launcher side: one per call, forked by the zygote -----------------------------------------
 def _unshare(network: bool) -> bool:
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (0 if network else CLONE_NEWNET)
     return os.geteuid() == 0 and _libc.unshare(ctypes.c_int(flags)) == 0
-
-
-class _Capture:
-    """Reads the snippet's stdout/stderr, keeping the first `cap` bytes and counting the rest."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap, self.data, self.total = cap, bytearray(), 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.cap - len(self.data)
-        if room > 0:
-            self.data += chunk[:room]
-
-    def text(self) -> str:
-        out = self.data.decode("utf-8", "replace")
-        if self.total > self.cap:
-            out += f"\n[output truncated: {self.total - self.cap} more bytes]"
-        return out
-
-
-def _supervise(pid: int, fds: dict[str, int], config: dict) -> dict:
-    """Feed the code, capture output until the init exits or the wall clock runs out."""
-    request = json.loads(sys.stdin.readline() or "{}")
-    start = time.perf_counter()
-    with contextlib.suppress(BrokenPipeError):
-        os.write(fds["code"], request.get("code", "").encode())
-    os.close(fds["code"])
-    pidfd = os.pidfd_open(pid)
-    sel = selectors.DefaultSelector()
-    caps = {
-        fds["out"]: _Capture(config["max_output_bytes"]),
-        fds["err"]: _Capture(config["max_output_bytes"]),
-    }
-    ctl = _Capture(65536)
-    for fd in (*caps, fds["ctl"]):
-        sel.register(fd, selectors.EVENT_READ)
-    sel.register(pidfd, selectors.EVENT_READ)
-    deadline, timed_out = start + config["wall_s"], False
-    while True:
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0 and not timed_out:
-            os.kill(pid, signal.SIGKILL)
-            timed_out = True
-        events = sel.select(max(remaining, 0.05) if not timed_out else 1.0)
-        if any(key.fd == pidfd for key, _ in events):
-            break
-        for key, _ in events:
-            chunk = os.read(key.fd, 65536)
-            if not chunk:
-                sel.unregister(key.fd)
-            else:
-                (caps.get(key.fd) or ctl).feed(chunk)
-    _, wait_status, usage = os.wait4(pid, 0)
-    elapsed = time.perf_counter() - start
-    if not config["namespaces"]:
-        _kill_leftovers(pid, config["uid"])
-    _drain(caps, ctl, fds)
-    cpu_out = usage.ru_utime + usage.ru_stime >= config["cpu_s"]
-    return _result(wait_status, timed_out, cpu_out, elapsed, caps, ctl, fds)
 
 
 def _kill_leftovers(pgid: int, uid: int) -> None:
@@ -285,98 +227,83 @@ def _kill_leftovers(pgid: int, uid: int) -> None:
         return
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            try:
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
                 if os.stat(f"/proc/{entry}").st_uid == uid:
                     os.kill(int(entry), signal.SIGKILL)
-            except (FileNotFoundError, ProcessLookupError):
-                pass
 
 
-def _drain(caps: dict, ctl: _Capture, fds: dict[str, int]) -> None:
-    """After the init is reaped every process of the namespace is gone, so the pipes end."""
-    for fd in (*caps, fds["ctl"]):
-        os.set_blocking(fd, False)
-        try:
-            while chunk := os.read(fd, 65536):
-                (caps.get(fd) or ctl).feed(chunk)
-        except BlockingIOError:
-            pass  # only without a pid namespace can a leftover child keep a pipe open
+def _launcher_main(config: dict, fds: dict[str, int]) -> None:
+    """Make the namespaces, fork the init, report its host pid, reap it and report how it ended.
 
-
-def _result(
-    wait_status: int, timed_out: bool, cpu_out: bool, elapsed: float, caps: dict, ctl: _Capture, fds
-) -> dict:
-    lines = [ln for ln in bytes(ctl.data).decode("utf-8", "replace").splitlines() if ln.strip()]
-    try:
-        reported = json.loads(lines[-1]) if lines else {}
-    except ValueError:
-        reported = {}
-    status, error_line = reported.get("status", ""), str(reported.get("error_line", ""))
-    sig = os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else 0
-    if timed_out:
-        status, error_line = "timeout", "TimeoutError: wall time limit exceeded"
-    elif sig in (signal.SIGXCPU, signal.SIGKILL) and cpu_out:
-        status, error_line = "timeout", "TimeoutError: CPU time limit exceeded"
-    elif status not in ("ok", "error"):
-        status = "killed"
-        error_line = f"killed by signal {signal.Signals(sig).name}" if sig else "sandbox process exited early"
-    return {
-        "status": status,
-        "stdout": caps[fds["out"]].text(),
-        "stderr": caps[fds["err"]].text(),
-        "error_line": error_line,
-        "elapsed_s": round(elapsed, 6),
-        "truncated": any(c.total > c.cap for c in caps.values()),
-    }
-
-
-def main() -> None:
-    config = json.loads(sys.argv[1])
+    If the zygote dies (the pool's process is gone) the launcher kills the init before going."""
     namespaces = _unshare(config["network"])
-    config["namespaces"] = namespaces
-    pipes = {name: os.pipe() for name in ("out", "err", "ctl", "code")}
     pid = os.fork()
     if pid == 0:
-        child = {
-            "out": pipes["out"][1],
-            "err": pipes["err"][1],
-            "ctl": pipes["ctl"][1],
-            "code": pipes["code"][0],
-        }
-        for r, w in pipes.values():
-            for fd in (r, w):
-                if fd not in child.values():
-                    os.close(fd)
         try:
-            _init_main(config, child, namespaces)
+            _init_main(config, fds, namespaces)
         except BaseException as exc:
-            os.write(child["ctl"], (json.dumps({"ready": False, "error": repr(exc)}) + "\n").encode())
+            os.write(fds["ctl"], (json.dumps({"ready": False, "error": repr(exc)}) + "\n").encode())
         os._exit(1)
-    fds = {"out": pipes["out"][0], "err": pipes["err"][0], "ctl": pipes["ctl"][0], "code": pipes["code"][1]}
-    for name in ("out", "err", "ctl"):
-        os.close(pipes[name][1])
-    os.close(pipes["code"][0])
-    ready = _read_line(fds["ctl"])
-    sys.stdout.write(ready.decode() if ready else json.dumps({"ready": False, "error": "init died"}) + "\n")
-    sys.stdout.flush()
-    if not ready or not json.loads(ready).get("ready"):
-        os.kill(pid, signal.SIGKILL)
-        os._exit(1)
-    result = _supervise(pid, fds, config)
-    sys.stdout.write(json.dumps(result) + "\n")
-    sys.stdout.flush()
+    for name in ("out", "err", "code"):
+        os.close(fds[name])
+    signal.signal(signal.SIGTERM, lambda *_: _kill_and_exit(pid))
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    with contextlib.suppress(BrokenPipeError):  # the pool stops listening once it has the result
+        os.write(fds["ctl"], (json.dumps({"pid": pid, "namespaces": namespaces}) + "\n").encode())
+    _, status, usage = os.wait4(pid, 0)
+    if not namespaces:
+        _kill_leftovers(pid, config["uid"])
+    cpu = usage.ru_utime + usage.ru_stime
+    with contextlib.suppress(BrokenPipeError):
+        os.write(fds["ctl"], (json.dumps({"exit": status, "cpu_s": cpu}) + "\n").encode())
     os._exit(0)
 
 
-def _read_line(fd: int) -> bytes:
-    """Read one line byte by byte, so nothing after it (the snippet's result) is consumed."""
-    line = bytearray()
-    while not line.endswith(b"\n"):
-        byte = os.read(fd, 1)
-        if not byte:
-            return bytes(line)
-        line += byte
-    return bytes(line)
+def _kill_and_exit(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    os._exit(1)
+
+
+# --- zygote: a root process that only forks launchers -------------------------------------------
+def _spawn(config: dict, sock: socket.socket, request: dict) -> None:
+    """Fork a launcher for one call and hand the parent its ends of the pipes (SCM_RIGHTS)."""
+    pipes = {name: os.pipe() for name in ("out", "err", "ctl", "code")}
+    child = {"out": pipes["out"][1], "err": pipes["err"][1], "ctl": pipes["ctl"][1], "code": pipes["code"][0]}
+    parent = {
+        "out": pipes["out"][0],
+        "err": pipes["err"][0],
+        "ctl": pipes["ctl"][0],
+        "code": pipes["code"][1],
+    }
+    if os.fork() == 0:
+        keep = sorted(child.values())
+        os.closerange(3, keep[0])
+        for low, high in zip(keep, [*keep[1:], 65536], strict=True):
+            os.closerange(low + 1, high)  # nothing of the zygote's (its socket, other calls' pipes) leaks
+        _launcher_main({**config, "uid": request["uid"]}, child)
+    names = sorted(parent)
+    socket.send_fds(sock, [json.dumps(names).encode()], [parent[n] for n in names])
+    for fd in (*child.values(), *parent.values()):
+        os.close(fd)
+
+
+def _zygote_main(config: dict, sock_fd: int) -> None:
+    """Serve spawn requests until the pool's end of the socket closes (the pool or its process died)."""
+    sock = socket.socket(fileno=sock_fd)
+    while True:
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        message = sock.recv(4096)
+        if not message:
+            os._exit(0)
+        _spawn(config, sock, json.loads(message))
+
+
+def main() -> None:
+    config, sock_fd = json.loads(sys.argv[1]), int(sys.argv[2])
+    _zygote_main(config, sock_fd)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,95 @@
+"""Sandbox latency: the warm pool (every limit in force) against a fresh `python3 -c` per call.
+
+Run: .venv/bin/python tests/benchmarks/bench_sandbox.py [--calls 200]. Not collected by pytest.
+Target (issue 3): p50 <= 5 ms through the warm pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from trainers.sandbox import SandboxLimits, WorkerPool
+
+SNIPPET = "print(sum(range(100)))"
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "p50_ms": 1000 * statistics.median(ordered),
+        "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+    }
+
+
+def bench_pool_paced(pool: WorkerPool, calls: int, gap_s: float) -> dict[str, float]:
+    """Latency of a call that finds a warm worker (calls spaced so the pool refills between them)."""
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        result = pool.run(SNIPPET)
+        samples.append(time.perf_counter() - start)
+        assert result.stdout == "4950\n", result
+        time.sleep(gap_s)
+    return percentiles(samples)
+
+
+def bench_pool_sustained(pool: WorkerPool, calls: int, concurrency: int) -> dict[str, float]:
+    """Back-to-back calls from `concurrency` threads: throughput is bounded by how fast workers start."""
+
+    def one(_: int) -> float:
+        start = time.perf_counter()
+        assert pool.run(SNIPPET).stdout == "4950\n"
+        return time.perf_counter() - start
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as executor:
+        samples = list(executor.map(one, range(calls)))
+    return {**percentiles(samples), "calls_per_s": calls / (time.perf_counter() - start)}
+
+
+def bench_fresh_python(calls: int) -> dict[str, float]:
+    """A new interpreter per call, without any isolation: the cost the pool hides."""
+    samples = []
+    start_all = time.perf_counter()
+    for _ in range(calls):
+        start = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, "-c", SNIPPET], capture_output=True, text=True, check=True
+        ).stdout
+        samples.append(time.perf_counter() - start)
+        assert out == "4950\n"
+    return {**percentiles(samples), "calls_per_s": calls / (time.perf_counter() - start_all)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--pool-size", type=int, default=4)
+    args = parser.parse_args()
+    pool = WorkerPool(SandboxLimits(), size=args.pool_size)
+    print("isolation:", pool.isolation())
+    time.sleep(1.0)
+    rows = {
+        "warm pool, paced (latency)": bench_pool_paced(pool, args.calls, gap_s=0.05),
+        "warm pool, sustained (x2 threads)": bench_pool_sustained(pool, args.calls, concurrency=2),
+        "fresh python3 -c per call": bench_fresh_python(max(20, args.calls // 4)),
+    }
+    pool.close()
+    paced = rows["warm pool, paced (latency)"]
+    rows["warm pool, paced (latency)"]["calls_per_s"] = 1000 / paced["p50_ms"]
+    print(f"{'mode':38s} {'p50 ms':>8s} {'p99 ms':>8s} {'calls/s':>9s}")
+    for name, row in rows.items():
+        print(f"{name:38s} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} {row['calls_per_s']:9.1f}")
+    print("target p50 <= 5 ms:", "met" if paced["p50_ms"] <= 5 else "NOT met")
+
+
+if __name__ == "__main__":
+    main()
