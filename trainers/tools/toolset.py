@@ -21,9 +21,11 @@ class ToolBinding(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
 
 
-def _binding(item: ToolBinding | dict[str, Any] | str) -> ToolBinding:
+def _binding(item: ToolBinding | dict[str, Any] | str | BaseModel) -> ToolBinding:
     if isinstance(item, ToolBinding):
         return item
+    if isinstance(item, BaseModel):  # e.g. a run config's own binding section
+        item = item.model_dump()
     return ToolBinding(name=item) if isinstance(item, str) else ToolBinding(**item)
 
 

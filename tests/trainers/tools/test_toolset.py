@@ -6,6 +6,7 @@ import asyncio
 import time
 
 import pytest
+from pydantic import BaseModel
 
 from trainers.registry import RegistryError
 from trainers.tools import TOOLS, ToolBinding, Toolset
@@ -22,6 +23,15 @@ def test_bindings_accept_names_dicts_and_models() -> None:
     )
     assert list(toolset.tools) == ["calculator", "search", "sokoban"]
     assert [s["function"]["name"] for s in toolset.specs()] == ["calculator", "search", "sokoban"]
+
+
+def test_bindings_accept_other_pydantic_models_with_name_and_config() -> None:
+    class RunConfigBinding(BaseModel):
+        name: str
+        config: dict = {}
+
+    toolset = Toolset.build([RunConfigBinding(name="calculator", config={"max_bits": 64})])
+    assert toolset.tools["calculator"].max_bits == 64
 
 
 def test_binding_rejects_unknown_fields() -> None:
