@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "workbench.toolschemas",
     "workbench.prompts",
     "workbench.rewards",
+    "workbench.runs",
 ]
 
 MIDDLEWARE = [

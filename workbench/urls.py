@@ -11,5 +11,6 @@ urlpatterns = [
     path("tools/", include("workbench.toolschemas.urls")),
     path("templates/", include("workbench.prompts.urls")),
     path("rewards/", include("workbench.rewards.urls")),
+    path("runs/", include("workbench.runs.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.urls import reverse
 
 
 class Tag(models.Model):
@@ -84,6 +85,9 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:detail", args=[self.pk])
 
     @property
     def is_finished(self) -> bool:

@@ -140,3 +140,15 @@ def trajectory_group(*, run: Run, step: int, group_id: str) -> list[TrajectoryRe
     return list(
         TrajectoryRecord.objects.filter(run=run, step=step, group_id=group_id).order_by("sample_index")
     )
+
+
+def runs_for_compare(*, user, ids: str = "", tag: str = "", limit: int = 12) -> list[Run]:
+    """Runs named in `ids` ("3,5,8") and/or carrying `tag`, among those the user may see."""
+    wanted = [int(part) for part in ids.split(",") if part.strip().isdigit()]
+    qs = team_queryset(Run, user).select_related("created_by")
+    if not wanted and not tag:
+        return []
+    q = Q(pk__in=wanted) if wanted else Q()
+    if tag:
+        q = (q | Q(tags__name=tag)) if wanted else Q(tags__name=tag)
+    return list(qs.filter(q).distinct().order_by("created_at")[:limit])

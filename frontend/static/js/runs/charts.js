@@ -1,0 +1,85 @@
+// Chart definitions for the run dashboard and helpers shared with the compare page.
+// Keys follow trainers/metrics/keys.py; `prefix` charts pick up per-component and per-tool series.
+window.RunCharts = (() => {
+  const REWARD_SUMMARIES = ["reward/mean", "reward/std", "reward/group_std_mean", "reward/zero_variance_frac"];
+  const CHARTS = [
+    { id: "reward", title: "Reward mean (band: ± std)", keys: ["reward/mean"], band: "reward/std" },
+    { id: "group-std", title: "Within-group reward std (echo-trap signal)", keys: ["reward/group_std_mean", "reward/zero_variance_frac"] },
+    { id: "components", title: "Reward components", prefix: "reward/", exclude: REWARD_SUMMARIES },
+    { id: "entropy", title: "Policy entropy", keys: ["loss/entropy"] },
+    { id: "grad-norm", title: "Grad norm", keys: ["loss/grad_norm"] },
+    { id: "kl", title: "KL", keys: ["loss/kl", "loss/approx_kl"] },
+    { id: "clip", title: "Clip fraction", keys: ["loss/clipfrac_low", "loss/clipfrac_high", "loss/clipfrac_dual"] },
+    { id: "length", title: "Response length (tokens)", keys: ["rollout/response_length", "rollout/response_length_max"] },
+    { id: "turns", title: "Turns per trajectory", keys: ["rollout/turns", "rollout/truncated_frac"] },
+    { id: "tool-calls", title: "Tool calls per trajectory (by tool)", keys: ["tools/calls_per_traj"], prefix: "tools/calls/" },
+    { id: "tool-success", title: "Tool success rate", keys: ["tools/success_rate", "tools/parse_error_rate"] },
+    { id: "filtered", title: "Fraction of groups filtered", keys: ["filter/filtered_frac"] },
+    { id: "throughput", title: "Throughput (tokens/s)", keys: ["perf/tokens_per_s"] },
+    { id: "time", title: "Step time split (s)", keys: ["time/generation", "time/tools", "time/update", "time/step"] },
+    { id: "eval", title: "Evaluation", prefix: "eval/" },
+    { id: "losses", title: "Losses", keys: ["loss/total", "loss/policy", "loss/value"] },
+  ];
+
+  // The keys each chart shows, among those the run has logged.
+  function resolve(available) {
+    const have = new Set(available);
+    return CHARTS.map((chart) => {
+      const keys = (chart.keys || []).filter((k) => have.has(k));
+      if (chart.prefix) {
+        available.filter((k) => k.startsWith(chart.prefix) && !(chart.exclude || []).includes(k) && !keys.includes(k))
+          .forEach((k) => keys.push(k));
+      }
+      const band = chart.band && have.has(chart.band) ? chart.band : null;
+      return { ...chart, keys, band };
+    }).filter((chart) => chart.keys.length);
+  }
+
+  // Value of `series` at each of `steps`, taking the nearest earlier point (series are downsampled separately).
+  function alignTo(steps, series) {
+    const out = [];
+    let j = 0;
+    for (const step of steps) {
+      while (j + 1 < series.x.length && series.x[j + 1] <= step) j += 1;
+      out.push(series.x.length ? series.y[j] : null);
+    }
+    return out;
+  }
+
+  function traces(chart, series) {
+    const out = [];
+    if (chart.band && series[chart.band] && series[chart.keys[0]]) {
+      const mean = series[chart.keys[0]];
+      const std = alignTo(mean.x, series[chart.band]);
+      const hi = mean.y.map((v, i) => v + (std[i] || 0));
+      const lo = mean.y.map((v, i) => v - (std[i] || 0));
+      out.push({ x: mean.x, y: hi, mode: "lines", line: { width: 0 }, hoverinfo: "skip", showlegend: false });
+      out.push({ x: mean.x, y: lo, mode: "lines", line: { width: 0 }, fill: "tonexty", fillcolor: "rgba(60,120,200,0.18)", name: "± std" });
+    }
+    for (const key of chart.keys) {
+      const s = series[key];
+      if (s) out.push({ x: s.x, y: s.y, mode: "lines", name: key, type: "scattergl" });
+    }
+    return out;
+  }
+
+  // Echo-trap alerts as shaded step ranges (from where the signal peaked to where the rule fired).
+  function alertShapes(alerts) {
+    return alerts.map((a) => {
+      const start = a.start_step ?? a.step;
+      const color = a.severity === "critical" ? "rgba(220,40,40,0.18)" : "rgba(240,160,0,0.16)";
+      return { type: "rect", xref: "x", yref: "paper", x0: Math.min(start, a.step) - 0.5, x1: a.step + 0.5, y0: 0, y1: 1, fillcolor: color, line: { width: 0 }, layer: "below" };
+    });
+  }
+
+  function layout(title, shapes, range) {
+    const xaxis = { title: { text: "step" }, ...(range ? { range, autorange: false } : { autorange: true }) };
+    return { title: { text: title, font: { size: 13 } }, margin: { l: 48, r: 12, t: 32, b: 36 }, height: 260, xaxis, shapes, legend: { orientation: "h", y: -0.25 }, hovermode: "x unified" };
+  }
+
+  function buckets(element) {
+    return Math.max(50, Math.min(1000, Math.round((element.clientWidth || 600) / 3)));
+  }
+
+  return { resolve, traces, alertShapes, layout, buckets };
+})();

@@ -1,0 +1,93 @@
+// The live run dashboard: one JSON request draws every chart; the htmx-polled status strip triggers
+// refreshes; zooming re-fetches that chart's range (the server keeps min, max and last per bucket);
+// clicking a point opens that step's trajectories.
+(() => {
+  const root = document.getElementById("dashboard");
+  const container = document.getElementById("charts");
+  if (!root || !container || !window.Plotly) return;
+  const seriesUrl = root.dataset.seriesUrl;
+  const inspectorUrl = root.dataset.inspectorUrl;
+  let available = JSON.parse(document.getElementById("series-keys").textContent);
+  let charts = [];
+  const ranges = {}; // chart id -> [lo, hi] while zoomed
+
+  function url(keys, range, element) {
+    const params = new URLSearchParams({ keys: keys.join(","), buckets: RunCharts.buckets(element) });
+    if (range) { params.set("step_min", Math.floor(range[0])); params.set("step_max", Math.ceil(range[1])); }
+    return `${seriesUrl}?${params}`;
+  }
+
+  async function fetchJson(address) {
+    const response = await fetch(address, { headers: { Accept: "application/json" } });
+    if (!response.ok) throw new Error(`${response.status} ${address}`);
+    return response.json();
+  }
+
+  function element(chart) {
+    let div = document.getElementById(`chart-${chart.id}`);
+    if (!div) {
+      div = document.createElement("div");
+      div.id = `chart-${chart.id}`;
+      div.className = "chart";
+      container.appendChild(div);
+    }
+    return div;
+  }
+
+  function draw(chart, data) {
+    const div = element(chart);
+    const shapes = RunCharts.alertShapes(data.alerts);
+    Plotly.react(div, RunCharts.traces(chart, data.series), RunCharts.layout(chart.title, shapes, ranges[chart.id]), { displaylogo: false, responsive: true });
+    if (!div.dataset.bound) {
+      div.dataset.bound = "1";
+      div.on("plotly_relayout", (event) => zoom(chart, event));
+      div.on("plotly_click", (event) => {
+        const step = Math.round(event.points[0].x);
+        window.location.href = `${inspectorUrl}?step=${step}`;
+      });
+    }
+  }
+
+  async function zoom(chart, event) {
+    if (event["xaxis.autorange"]) delete ranges[chart.id];
+    else if (event["xaxis.range[0]"] !== undefined) ranges[chart.id] = [event["xaxis.range[0]"], event["xaxis.range[1]"]];
+    else return;
+    const data = await fetchJson(url(chart.keys, ranges[chart.id], element(chart)));
+    draw(chart, data);
+  }
+
+  async function refreshAll() {
+    const keys = [...new Set(charts.flatMap((c) => [...c.keys, ...(c.band ? [c.band] : [])]))];
+    if (!keys.length) return;
+    const data = await fetchJson(url(keys, null, container));
+    for (const chart of charts) {
+      if (ranges[chart.id]) continue; // a zoomed chart keeps its range until reset
+      draw(chart, data);
+    }
+  }
+
+  async function discoverKeys() {
+    // A new run logs its first series after the page loaded: ask the server which exist now.
+    const data = await fetchJson(`${seriesUrl}?keys=`);
+    return data.available || available;
+  }
+
+  async function start() {
+    charts = RunCharts.resolve(available);
+    await refreshAll();
+  }
+
+  let lastStep = document.getElementById("run-status")?.dataset.lastStep;
+  document.body.addEventListener("htmx:afterSettle", async (event) => {
+    const strip = document.getElementById("run-status");
+    if (!strip || !event.target.contains(strip)) return;
+    if (strip.dataset.lastStep === lastStep && strip.dataset.status === "running") return;
+    lastStep = strip.dataset.lastStep;
+    available = await discoverKeys();
+    charts = RunCharts.resolve(available);
+    document.getElementById("no-metrics")?.remove();
+    await refreshAll();
+  });
+
+  start();
+})();

@@ -1,0 +1,124 @@
+"""Runs pages through the Django test client: team isolation, the generated form, charts, escaping."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from trainers.config import RunConfig
+from workbench.runs.config_form import flatten, schema_fields
+from workbench.runs.ingest import metrics_ingest, trajectories_ingest
+from workbench.runs.models import Run
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror="alert(1)">'
+
+
+def form_post(config: dict, **identity) -> dict:
+    """What the browser posts for `config`: one value per generated field, JSON for the JSON fields."""
+    fields = schema_fields()
+    data = {"name": "r1", "queue": "cpu", "notes": "", "tags": "", **identity}
+    for path, value in flatten(config, list(fields)).items():
+        if type(fields[path]).__name__ == "JSONField":
+            data[path] = json.dumps(value)
+        elif isinstance(value, bool):
+            if value:
+                data[path] = "on"
+        else:
+            data[path] = "" if value is None else value
+    return data
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "runs:detail",
+        "runs:status",
+        "runs:series",
+        "runs:trajectories",
+        "runs:export_metrics",
+        "runs:export_trajectories",
+    ],
+)
+def test_another_teams_run_answers_404(client_for, outsider, run, name):
+    assert client_for(outsider).get(reverse(name, args=[run.pk])).status_code == 404
+
+
+def test_list_shows_only_the_teams_runs(client_for, member, run, other_run):
+    body = client_for(member).get(reverse("runs:list")).content.decode()
+    assert run.name in body and other_run.name not in body
+
+
+def test_new_run_form_is_generated_from_the_schema(client_for, member):
+    body = client_for(member).get(reverse("runs:create") + "?preset=toolrl").content.decode()
+    assert 'name="rollout.samples_per_prompt"' in body and 'name="algorithm.estimator"' in body
+
+
+def test_invalid_value_is_shown_on_its_field(client_for, member):
+    config = RunConfig().model_dump(mode="json")
+    config["algorithm"]["eps"] = 0.0  # the schema says > 0: only the trainers validation catches it
+    response = client_for(member).post(reverse("runs:create"), form_post(config))
+    assert response.status_code == 400
+    assert response.context["form"].errors["algorithm.eps"]
+    assert not Run.objects.exists()
+
+
+def test_valid_post_creates_and_launches(client_for, member, django_capture_on_commit_callbacks):
+    config = RunConfig().model_dump(mode="json")
+    config["rollout"]["samples_per_prompt"] = 4
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client_for(member).post(reverse("runs:create"), form_post(config, name="four"))
+    run = Run.objects.get(name="four")
+    assert response.status_code == 302 and response["Location"] == run.get_absolute_url()
+    assert (run.config["rollout"]["samples_per_prompt"], len(callbacks)) == (4, 1)
+
+
+def test_series_endpoint_keeps_a_spike(client_for, member, run):
+    metrics_ingest(
+        run_id=run.pk, points=[(s, "loss/grad_norm", 50.0 if s == 3210 else 1.0) for s in range(5000)]
+    )
+    url = reverse("runs:series", args=[run.pk]) + "?keys=loss/grad_norm&buckets=50"
+    series = client_for(member).get(url).json()["series"]["loss/grad_norm"]
+    assert dict(zip(series["x"], series["y"], strict=True))[3210] == 50.0
+
+
+def test_trajectory_text_is_escaped(client_for, member, run, make_trajectory):
+    trajectories_ingest(run_id=run.pk, batches={1: [make_trajectory("g0", 0, text=HOSTILE)]})
+    record = run.trajectories.get()
+    for url in (
+        reverse("runs:trajectory", args=[run.pk, record.pk]),
+        reverse("runs:group", args=[run.pk, 1, "g0"]),
+        reverse("runs:trajectories", args=[run.pk]) + "?step=1",
+    ):
+        body = client_for(member).get(url).content.decode()
+        assert "<script>alert" not in body and "<img src=x" not in body
+        assert "&lt;script&gt;" in body
+
+
+def test_compare_shows_config_differences(client_for, member, run, team, snapshot):
+    changed = {**snapshot, "seed": 7}
+    other = Run.objects.create(team=team, created_by=member, name="seed7", config=changed, is_baseline=True)
+    body = client_for(member).get(reverse("runs:compare") + f"?runs={run.pk},{other.pk}").content.decode()
+    assert "<code>seed</code>" in body and "baseline" in body
+
+
+def test_compare_ignores_other_teams_runs(client_for, member, run, other_run):
+    response = client_for(member).get(reverse("runs:compare") + f"?runs={run.pk},{other_run.pk}")
+    assert [r.pk for r in response.context["runs"]] == [run.pk]
+
+
+def test_metrics_csv_export(client_for, member, run):
+    metrics_ingest(run_id=run.pk, points=[(0, "reward/mean", 0.5), (1, "reward/mean", 0.75)])
+    response = client_for(member).get(reverse("runs:export_metrics", args=[run.pk]))
+    assert b"".join(response.streaming_content).decode().splitlines() == [
+        "step,key,value",
+        "0,reward/mean,0.5",
+        "1,reward/mean,0.75",
+    ]
+
+
+def test_cancel_from_the_page(client_for, member, run):
+    client_for(member).post(reverse("runs:cancel", args=[run.pk]))
+    run.refresh_from_db()
+    assert run.status == "cancelled"

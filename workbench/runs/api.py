@@ -1,0 +1,117 @@
+"""JSON and file endpoints of the runs pages: chart series for a step range, compare curves, exports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+
+from django.http import JsonResponse, StreamingHttpResponse
+
+from . import selectors
+from .models import MetricPoint, Run
+from .series import series_downsample, series_keys
+
+MAX_KEYS = 64
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(float(value)) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def _buckets(request) -> int:
+    """About one bucket per 3 pixels of plot width (min, max and last each take a point)."""
+    return min(2000, max(20, _int(request.GET.get("buckets")) or 200))
+
+
+def _keys(request) -> list[str]:
+    return [key for key in request.GET.get("keys", "").split(",") if key][:MAX_KEYS]
+
+
+def _alerts(run: Run) -> list[dict]:
+    return [
+        {
+            "step": a.step,
+            "start_step": a.start_step,
+            "rule": a.rule,
+            "severity": a.severity,
+            "message": a.message,
+        }
+        for a in run.alerts.all()
+    ]
+
+
+def run_series(request, pk: int):
+    """{series: {key: {x, y}}, alerts, last_step, status} for the requested keys and step range."""
+    run = selectors.run_get(user=request.user, pk=pk)
+    series = series_downsample(
+        run=run,
+        keys=_keys(request),
+        step_min=_int(request.GET.get("step_min")),
+        step_max=_int(request.GET.get("step_max")),
+        buckets=_buckets(request),
+    )
+    payload = {
+        "series": {key: {"x": [s for s, _ in pts], "y": [v for _, v in pts]} for key, pts in series.items()},
+        "alerts": _alerts(run),
+        "available": series_keys(run=run),
+        "last_step": run.last_step,
+        "status": run.status,
+    }
+    return JsonResponse(payload)
+
+
+def compare_series(request):
+    """One key's curve for each compared run, aligned by step."""
+    runs = selectors.runs_for_compare(user=request.user, ids=request.GET.get("runs", ""))
+    key = request.GET.get("key", "")
+    curves = []
+    for run in runs:
+        points = series_downsample(run=run, keys=[key], buckets=_buckets(request))[key] if key else []
+        curves.append(
+            {
+                "id": run.pk,
+                "name": run.name,
+                "baseline": run.is_baseline,
+                "x": [s for s, _ in points],
+                "y": [v for _, v in points],
+            }
+        )
+    return JsonResponse({"key": key, "runs": curves})
+
+
+def _csv_lines(run: Run) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["step", "key", "value"])
+    rows = MetricPoint.objects.filter(run=run).order_by("key", "step").values_list("step", "key", "value")
+    for i, row in enumerate(rows.iterator(chunk_size=5000)):
+        writer.writerow(row)
+        if i % 1000 == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def metrics_csv(request, pk: int):
+    run = selectors.run_get(user=request.user, pk=pk)
+    response = StreamingHttpResponse(_csv_lines(run), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-metrics.csv"'
+    return response
+
+
+def trajectories_jsonl(request, pk: int):
+    run = selectors.run_get(user=request.user, pk=pk)
+    records = run.trajectories.order_by("step", "key").values_list("step", "data")
+    lines = (
+        json.dumps({"step": step, **data}, ensure_ascii=False) + "\n"
+        for step, data in records.iterator(chunk_size=500)
+    )
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-trajectories.jsonl"'
+    return response

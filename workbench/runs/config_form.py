@@ -1,0 +1,112 @@
+"""Form fields generated from the trainers RunConfig JSON Schema, named by dotted config path.
+
+Scalars become typed inputs (with the schema's bounds, enums and descriptions); lists, maps and
+optional sections become JSON text areas. Errors from the trainers validation come back keyed by the
+same paths, so each lands on its own field (or on the nearest enclosing one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from trainers.config import RunConfig
+
+# Set by the workbench itself: the run's name and the worker's run directory; data files come from pins.
+SKIPPED = {"name", "output_dir", "data.train_path", "data.eval_path"}
+
+
+def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        node = {**defs[node["$ref"].split("/")[-1]], **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def _nullable(node: dict[str, Any], defs: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """X | None -> (X, True); other unions are left to the JSON field."""
+    options = node.get("anyOf")
+    if not options:
+        return node, False
+    rest = [o for o in options if o.get("type") != "null"]
+    if len(rest) == 1 and len(rest) < len(options):
+        inner = _resolve(rest[0], defs)
+        return {**inner, "description": node.get("description", inner.get("description", ""))}, True
+    return node, False
+
+
+def _scalar_field(node: dict[str, Any], nullable: bool, label: str) -> forms.Field | None:
+    kind, help_text = node.get("type"), node.get("description", "")
+    common = {"label": label, "help_text": help_text, "required": not nullable}
+    if "enum" in node:
+        choices = [("", "—")] if nullable else []
+        return forms.ChoiceField(choices=choices + [(v, v) for v in node["enum"]], **common)
+    if kind == "integer":
+        return forms.IntegerField(min_value=node.get("minimum"), max_value=node.get("maximum"), **common)
+    if kind == "number":
+        return forms.FloatField(min_value=node.get("minimum"), max_value=node.get("maximum"), **common)
+    if kind == "boolean":
+        return forms.BooleanField(label=label, help_text=help_text, required=False)
+    if kind == "string":
+        return forms.CharField(**common)
+    return None
+
+
+def _json_field(label: str, help_text: str) -> forms.Field:
+    return forms.JSONField(
+        label=label, help_text=help_text, required=False, widget=forms.Textarea(attrs={"rows": 4})
+    )
+
+
+def schema_fields(schema: dict[str, Any] | None = None) -> dict[str, forms.Field]:
+    """Dotted path -> form field for every leaf of the run config schema, in schema order."""
+    schema = schema or RunConfig.json_schema()
+    defs = schema.get("$defs", {})
+    fields: dict[str, forms.Field] = {}
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        node, nullable = _nullable(_resolve(node, defs), defs)
+        if node.get("type") == "object" and "properties" in node and not nullable:
+            for name, child in node["properties"].items():
+                walk(child, f"{path}.{name}" if path else name)
+            return
+        if path in SKIPPED:
+            return
+        field = None if nullable and node.get("type") == "object" else _scalar_field(node, nullable, path)
+        fields[path] = field or _json_field(path, node.get("description", ""))
+
+    walk(schema, "")
+    return fields
+
+
+def flatten(config: dict[str, Any], paths: list[str]) -> dict[str, Any]:
+    """Initial form values: the value at each path (None where the config lacks it)."""
+    out = {}
+    for path in paths:
+        node: Any = config
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        out[path] = node
+    return out
+
+
+def unflatten(values: dict[str, Any]) -> dict[str, Any]:
+    """{"rollout.samples_per_prompt": 8} -> {"rollout": {"samples_per_prompt": 8}}; blanks become None."""
+    config: dict[str, Any] = {}
+    for path, value in values.items():
+        *parents, leaf = path.split(".")
+        node = config
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = None if value == "" else value
+    return config
+
+
+def field_for_error(path: str, names: set[str]) -> str | None:
+    """The form field an error at `path` belongs to: the path itself or its nearest listed ancestor."""
+    parts = path.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in names:
+            return candidate
+    return None

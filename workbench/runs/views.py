@@ -1,0 +1,171 @@
+"""Run pages: list, new (from a preset or a clone), dashboard, status polling, inspector, compare."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from trainers.config import PRESETS, RunConfig, preset_config
+from workbench.accounts.access import role_at_least, team_role_required
+from workbench.accounts.models import Role
+from workbench.accounts.selectors import role_for
+
+from . import selectors, services
+from .compare import compare_summary, config_diff
+from .forms import RunForm, RunMetaForm, TrajectoryFilterForm, preset_choices
+from .models import RunStatus
+from .series import series_keys
+
+
+def run_list(request):
+    runs = selectors.run_list(
+        user=request.user,
+        team=request.team,
+        status=request.GET.get("status", ""),
+        tag=request.GET.get("tag", ""),
+        search=request.GET.get("q", ""),
+    )
+    context = {
+        "page": Paginator(runs, 50).get_page(request.GET.get("page")),
+        "statuses": RunStatus.values,
+        "presets": preset_choices(),
+        "can_write": role_at_least(request.team_role, Role.MEMBER),
+    }
+    return render(request, "runs/list.html", context)
+
+
+def _initial_config(request) -> tuple[dict, dict, object]:
+    """Config, initial identity fields and the source run, from ?preset= or ?clone= (defaults otherwise)."""
+    clone_id = request.GET.get("clone")
+    if clone_id:
+        source = selectors.run_get(user=request.user, pk=clone_id)
+        initial = services.run_clone_initial(run=source)
+        return initial.pop("config"), initial, source
+    preset = request.GET.get("preset", "")
+    if preset in PRESETS:
+        return preset_config(preset).model_dump(mode="json"), {"name": preset}, None
+    return RunConfig().model_dump(mode="json"), {}, None
+
+
+@team_role_required(Role.MEMBER)
+def run_create(request):
+    config, initial, source = _initial_config(request)
+    form = RunForm(request.POST or None, user=request.user, team=request.team, config=config, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = services.run_create(
+                team=request.team, user=request.user, cloned_from=source, **form.service_kwargs()
+            )
+        except ValidationError as exc:
+            form.add_service_errors(exc.message_dict)
+        else:
+            return redirect(run)
+    context = {"form": form, "presets": preset_choices(), "source": source, "query": request.GET.urlencode()}
+    return render(request, "runs/form.html", context, status=400 if form.errors else 200)
+
+
+def run_detail(request, pk: int):
+    run = selectors.run_get(user=request.user, pk=pk)
+    meta = RunMetaForm(
+        initial={
+            "name": run.name,
+            "notes": run.notes,
+            "tags": ", ".join(t.name for t in run.tags.all()),
+            "is_baseline": run.is_baseline,
+        }
+    )
+    context = {
+        "run": run,
+        "meta_form": meta,
+        "alerts": run.alerts.all(),
+        "checkpoints": run.checkpoints.all(),
+        "keys": series_keys(run=run),
+        "config_json": json.dumps(run.config, indent=2, sort_keys=True),
+        "can_write": role_at_least(role_for(user=request.user, team=run.team), Role.MEMBER),
+    }
+    return render(request, "runs/detail.html", context)
+
+
+def run_status(request, pk: int):
+    """The status strip, polled by htmx while the run is live (it stops polling once finished)."""
+    run = selectors.run_get(user=request.user, pk=pk)
+    return render(request, "runs/_status.html", {"run": run})
+
+
+@require_POST
+def run_cancel(request, pk: int):
+    run = selectors.run_get(user=request.user, pk=pk, min_role=Role.MEMBER)
+    services.run_cancel(run=run, user=request.user)
+    if request.htmx:
+        return render(request, "runs/_status.html", {"run": run})
+    return redirect(run)
+
+
+@require_POST
+def run_edit(request, pk: int):
+    run = selectors.run_get(user=request.user, pk=pk, min_role=Role.MEMBER)
+    form = RunMetaForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        services.run_update(
+            run=run,
+            user=request.user,
+            name=data["name"],
+            notes=data["notes"],
+            tags=data["tags"].split(","),
+            is_baseline=data["is_baseline"],
+        )
+    return redirect(run)
+
+
+def trajectory_list(request, pk: int):
+    run = selectors.run_get(user=request.user, pk=pk)
+    form = TrajectoryFilterForm(request.GET)
+    page = None
+    if form.is_valid():
+        sort = form.cleaned_data.get("sort") or "-reward"
+        page = selectors.trajectory_list(
+            run=run, filters=form.filters(), sort=sort, cursor=form.cleaned_data.get("cursor") or ""
+        )
+    context = {"run": run, "form": form, "page": page, "query": _without(request.GET, "cursor")}
+    template = "runs/_trajectory_rows.html" if request.htmx else "runs/trajectories.html"
+    return render(request, template, context)
+
+
+def trajectory_detail(request, pk: int, tid: int):
+    run = selectors.run_get(user=request.user, pk=pk)
+    record = selectors.trajectory_get(run=run, pk=tid)
+    return render(request, "runs/trajectory.html", {"run": run, "record": record, "data": record.data})
+
+
+def trajectory_group(request, pk: int, step: int, group: str):
+    run = selectors.run_get(user=request.user, pk=pk)
+    records = selectors.trajectory_group(run=run, step=step, group_id=group)
+    return render(request, "runs/group.html", {"run": run, "records": records, "step": step, "group": group})
+
+
+def run_compare(request):
+    runs = selectors.runs_for_compare(
+        user=request.user, ids=request.GET.get("runs", ""), tag=request.GET.get("tag", "")
+    )
+    keys = sorted({key for run in runs for key in series_keys(run=run)})
+    context = {
+        "runs": runs,
+        "keys": keys,
+        "key": request.GET.get("key")
+        or ("reward/mean" if "reward/mean" in keys else (keys[0] if keys else "")),
+        "diff": config_diff([run.config for run in runs]),
+        "summary": compare_summary(runs),
+        "run_ids": ",".join(str(run.pk) for run in runs),
+    }
+    return render(request, "runs/compare.html", context)
+
+
+def _without(query, name: str) -> str:
+    params = query.copy()
+    params.pop(name, None)
+    return params.urlencode()
