@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from trainers.config import RunConfig, validate_config
 
+from .alerts import run_alerts_detect
 from .models import Run, RunStatus
 from .sink import DatabaseSink
 
@@ -104,6 +105,7 @@ def _export_rows(run: Run, directory: Path) -> dict[str, str]:
         with path.open("w", encoding="utf-8") as handle:
             for row in version.rows.filter(split=split).iterator(chunk_size=2000):
                 record = {
+                    "id": f"row{row.index}",
                     "question": row.prompt,
                     "answer": row.answer,
                     "tool_calls": row.tool_calls,
@@ -122,6 +124,8 @@ def execution_config(run: Run) -> RunConfig:
     directory = run_dir(run)
     directory.mkdir(parents=True, exist_ok=True)
     data = {**run.config.get("data", {}), **_export_rows(run, directory)}
+    if run.dataset_version_id is not None:
+        data["prompt_key"] = "question"  # the export's own field name
     return validate_config({**run.config, "name": run.name, "output_dir": str(directory), "data": data})
 
 
@@ -154,6 +158,7 @@ def run_execute(
         run_finish(run_id=run_id, status=RunStatus.FAILED, error=error, log_tail=_tail(tail, exc))
         return RunStatus.FAILED
     status = RunStatus.CANCELLED if should_stop.cancelled else RunStatus.SUCCEEDED
+    run_alerts_detect(run=run)
     run_finish(run_id=run_id, status=status, log_tail=tail.text())
     return status
 

@@ -1,0 +1,23 @@
+"""Echo-trap detection (RAGEN, arXiv 2504.20073) over a run's stored series, with the trainers detector."""
+
+from __future__ import annotations
+
+from trainers.metrics.echo_trap import EchoTrapConfig, EchoTrapDetector
+
+from .ingest import alerts_record
+from .models import Alert, MetricPoint, Run
+
+
+def run_alerts_detect(*, run: Run) -> list[Alert]:
+    """Replay the run's stored std, entropy, grad-norm and reward series through the detector it was
+    configured with, and store what fires (idempotent by step and rule, so it may run again)."""
+    section = run.config.get("echo_trap", {})
+    if not section.get("enabled", True):
+        return []
+    config = EchoTrapConfig.model_validate(section.get("detector", {}))
+    keys = [config.std_key, config.entropy_key, config.grad_norm_key, config.reward_key]
+    points = MetricPoint.objects.filter(run=run, key__in=keys).order_by("step")
+    series: dict[str, list[tuple[int, float]]] = {key: [] for key in keys}
+    for key, step, value in points.values_list("key", "step", "value").iterator(chunk_size=10_000):
+        series[key].append((step, value))
+    return alerts_record(run_id=run.pk, alerts=EchoTrapDetector(config).detect(series))
