@@ -24,18 +24,19 @@ $(STAMP): requirements.txt requirements-dev.txt | $(PY)
 
 venv: $(STAMP)
 
+# The worker runs in the recipe shell's process group, so Ctrl-C stops it with the web server.
 run: $(STAMP)
 	mkdir -p var
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py seed_demo
-	$(PY) -m celery -A workbench worker -Q gpu,rollout,cpu -n local@%h -c $(WORKER_CONCURRENCY) -l INFO \
-		--logfile var/worker.log --pidfile var/worker.pid --detach
 	@echo ""
 	@echo "  Workbench: http://$(HOST):$(PORT)/   (log in as shown above; worker log: var/worker.log)"
 	@echo ""
-	trap 'kill $$(cat var/worker.pid) 2>/dev/null' EXIT INT TERM; \
-		$(VENV)/bin/gunicorn workbench.wsgi -b $(HOST):$(PORT) --workers 2 --threads 4 --timeout 600 \
+	$(PY) -m celery -A workbench worker -Q gpu,rollout,cpu -n local@%h -c $(WORKER_CONCURRENCY) -l INFO \
+		--logfile var/worker.log & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT; \
+	$(VENV)/bin/gunicorn workbench.wsgi -b $(HOST):$(PORT) --workers 2 --threads 4 --timeout 600 \
 		--access-logfile -
 
 test: $(STAMP)

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
@@ -34,6 +35,8 @@ _GPU_PROBE = (
 
 def gpu_inventory(timeout: float = 120.0) -> list[dict]:
     """The GPUs torch.cuda reports on this machine ([] without CUDA or torch)."""
+    if not any(Path(p).exists() for p in ("/dev/nvidiactl", "/proc/driver/nvidia")):
+        return []  # no NVIDIA driver: skip importing torch in a child process
     try:
         done = subprocess.run(
             [sys.executable, "-c", _GPU_PROBE], capture_output=True, text=True, timeout=timeout, check=True
