@@ -38,7 +38,10 @@ class Environment(ABC):
         if grid is not None:
             self._load([list(row) for row in grid])
         else:
-            self._generate(random.Random(level_seed), **params)
+            try:
+                self._generate(random.Random(level_seed), **params)
+            except TypeError as exc:  # a dataset row with a key this environment does not know
+                raise ValueError(f"bad initial_state for {self.name}: {exc}") from None
         self.steps, self.done, self.last_reward, self.total_reward = 0, False, 0.0, 0.0
         return self.observation()
 

@@ -43,11 +43,13 @@ class FrozenLake(Environment):
     def _generate(self, rng: random.Random, *, size: int = 4, p_frozen: float = 0.8) -> None:
         self.rng = rng
         cells = [(r, c) for r in range(size) for c in range(size)]
-        while True:  # Gym's generate_random_map: resample until BFS finds a path
+        for _ in range(10_000):  # Gym's generate_random_map: resample until BFS finds a path
             start, goal = rng.sample(cells, 2)
             holes = {cell for cell in cells if cell not in (start, goal) and rng.random() > p_frozen}
             if has_path(holes, (size, size), start, goal):
                 break
+        else:
+            raise RuntimeError(f"no solvable {size}x{size} lake with p_frozen={p_frozen}; raise p_frozen")
         self.shape, self.holes, self.goal, self.player = (size, size), holes, goal, start
 
     def _load(self, grid: list[list[str]]) -> None:

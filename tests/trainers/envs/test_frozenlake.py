@@ -81,3 +81,8 @@ def test_slippery_ice_is_reproducible_from_the_seed() -> None:
         return [env.step(a)[0] for a in ["down", "right"] * 4]
 
     assert walk() == walk()
+
+
+def test_unknown_level_parameter_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="bad initial_state for frozenlake"):
+        FrozenLake().reset({"seed": 1, "difficulty": "hard"})

@@ -205,3 +205,24 @@ print('spawned')
     assert pool.run(code).stdout == "spawned\n"
     assert host_processes_matching("sleep 987") == []
     assert host_processes_matching("sleep 988") == []
+
+
+def sandbox_uid_processes() -> list[int]:
+    """Host pids running as one of the pool's sandbox uids (idle warm workers included)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                uid = os.stat(f"/proc/{entry}").st_uid
+            except FileNotFoundError:
+                continue
+            if 200_000 <= uid < 210_000:
+                pids.append(int(entry))
+    return pids
+
+
+def test_nothing_of_a_fork_bomb_outlives_its_call(pool: WorkerPool) -> None:
+    before = set(sandbox_uid_processes())
+    pool.run("import os\nfor _ in range(4):\n    os.fork()\nimport time\ntime.sleep(30)")  # 16 sleepers
+    new = set(sandbox_uid_processes()) - before
+    assert len(new) <= 1  # at most the warm worker started to replace the one just used
