@@ -52,10 +52,12 @@ def dataset_upload_create(
     eval_ratio: float = 0.1,
     split_seed: int = 0,
     split_column: str = "",
+    process_now: bool = False,
 ) -> DatasetUpload:
     """Store the file and queue its validation; `dataset` set means a new version of it.
 
-    Without a file, a new version re-reads the latest version's file (e.g. to change the split)."""
+    Without a file, a new version re-reads the latest version's file (e.g. to change the split).
+    `process_now` validates and stores in this process instead (demo seeding, scripts)."""
     require_role(user=user, team=team, min_role=Role.MEMBER)
     errors = _split_errors(split_method=split_method, eval_ratio=eval_ratio, split_column=split_column)
     if dataset is None and dataset_name_taken(team=team, name=name):
@@ -91,10 +93,11 @@ def dataset_upload_create(
     with transaction.atomic():
         upload.job = job_create(team=team, kind="dataset_validate")
         upload.save()
-        from workbench.datasets.tasks import dataset_upload_process_task  # tasks import this module
+        if not process_now:
+            from workbench.datasets.tasks import dataset_upload_process_task  # tasks import this module
 
-        job_enqueue(job=upload.job, task=dataset_upload_process_task, upload_id=upload.pk)
-    return upload
+            job_enqueue(job=upload.job, task=dataset_upload_process_task, upload_id=upload.pk)
+    return dataset_upload_process(upload_id=upload.pk) if process_now else upload
 
 
 def dataset_upload_process(*, upload_id: int) -> DatasetUpload:

@@ -1,0 +1,87 @@
+"""The demo catalog `make run` seeds: arithmetic data, the calculator and python tools, the survey's Qwen
+tool template and a correctness + format reward. Idempotent: items that exist by name are left alone."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from django.core.files.base import ContentFile
+
+from workbench.accounts.models import Team
+from workbench.datasets.models import Dataset
+from workbench.datasets.services import dataset_upload_create
+from workbench.prompts.models import PromptTemplate
+from workbench.prompts.rendering import family_source
+from workbench.prompts.services import prompt_template_create
+from workbench.rewards.models import RewardDefinition
+from workbench.rewards.services import reward_definition_create
+from workbench.toolschemas.models import ToolSchema
+from workbench.toolschemas.services import ToolSchemaContent, builtin_spec, tool_schema_create
+
+DATASET_NAME = "Arithmetic (demo)"
+TEMPLATE_NAME = "Qwen tool (survey)"
+REWARD_NAME = "Correctness + format"
+TOOL_NAMES = ("calculator", "python")
+
+
+def arithmetic_rows(n: int = 200, seed: int = 0) -> list[dict]:
+    """Questions a calculator answers exactly: two operands, + - or *, integer answers."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        a, b, op = rng.randint(2, 999), rng.randint(2, 99), rng.choice("+-*")
+        answer = {"+": a + b, "-": a - b, "*": a * b}[op]
+        rows.append(
+            {"question": f"What is {a} {op} {b}?", "answer": str(answer), "metadata": {"id": i, "op": op}}
+        )
+    return rows
+
+
+def _exists(model, team: Team, name: str) -> bool:
+    return model.objects.filter(team=team, name=name, is_deleted=False).exists()
+
+
+def seed_demo_catalog(*, team: Team, user) -> None:
+    """Create whatever part of the demo catalog `team` lacks, as `user` (a member or admin)."""
+    if not _exists(Dataset, team, DATASET_NAME):
+        content = "".join(json.dumps(row) + "\n" for row in arithmetic_rows())
+        upload = dataset_upload_create(
+            team=team,
+            user=user,
+            name=DATASET_NAME,
+            file=ContentFile(content.encode(), name="arithmetic.jsonl"),
+            description="200 two-operand arithmetic questions with integer answers; 10% held out for eval.",
+            process_now=True,
+        )
+        if upload.errors:
+            raise RuntimeError(f"demo dataset is invalid: {upload.errors}")
+    for name in TOOL_NAMES:
+        if not _exists(ToolSchema, team, name):
+            spec = builtin_spec(name)
+            timeout = 20.0 if name == "python" else 5.0  # python starts a sandboxed process
+            content = ToolSchemaContent(
+                name, spec["description"], spec["parameters"], "builtin", name, "", timeout
+            )
+            tool_schema_create(team=team, user=user, name=name, content=content)
+    if not _exists(PromptTemplate, team, TEMPLATE_NAME):
+        prompt_template_create(
+            team=team,
+            user=user,
+            name=TEMPLATE_NAME,
+            family="qwen_tool",
+            source=family_source("qwen_tool"),
+            description="The survey's Qwen tool template: JSON Schema tools, <think>, <tool_call>, boxed answer.",
+        )
+    if not _exists(RewardDefinition, team, REWARD_NAME):
+        components = [
+            {"name": "correctness", "weight": 1.0, "params": {"mode": "math"}},
+            {"name": "format", "weight": 0.5, "params": {"template": "qwen_tool"}},
+        ]
+        reward_definition_create(
+            team=team,
+            user=user,
+            name=REWARD_NAME,
+            components=components,
+            description="1 for a correct boxed answer, plus 0.5 when the Qwen tool format is followed.",
+        )
