@@ -71,7 +71,7 @@ def seed_demo_catalog(*, team: Team, user) -> None:
             name=TEMPLATE_NAME,
             family="qwen_tool",
             source=family_source("qwen_tool"),
-            description="The survey's Qwen tool template: JSON Schema tools, <think>, <tool_call>, boxed answer.",
+            description="The survey's Qwen tool template: tools as JSON Schema, <think>, <tool_call>.",
         )
     if not _exists(RewardDefinition, team, REWARD_NAME):
         components = [
