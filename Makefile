@@ -11,7 +11,7 @@ WORKER_CONCURRENCY ?= 2
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/workbench
 SHELL := /bin/bash
 
-.PHONY: run test bench lint venv worker clean
+.PHONY: run test bench lint venv screenshots clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,10 @@ bench: $(STAMP)
 		$(PY) $$script 2>&1 | tee bench-results/$$name.txt; \
 		[ $${PIPESTATUS[0]} -eq 0 ] || status=1; \
 	done; exit $$status
+
+# Browser tests that call the screenshot fixture save their pages here, for the README.
+screenshots: $(STAMP)
+	WORKBENCH_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/workbench -m browser -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -171,3 +171,17 @@ def page(browser, live_server):
 def login(page):
     """login(user) logs page in through the real login form."""
     return lambda user, password=PASSWORD: log_in(page, user.username, password)
+
+
+@pytest.fixture
+def screenshot(page):
+    """screenshot("datasets-list") saves the page for the README when WORKBENCH_SCREENSHOTS names a folder
+    (`make screenshots`); ordinary test runs write nothing."""
+    folder = os.environ.get("WORKBENCH_SCREENSHOTS")
+
+    def take(name: str) -> None:
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+            page.screenshot(path=os.path.join(folder, f"{name}.png"), full_page=True)
+
+    return take

@@ -3,6 +3,7 @@
 import uuid
 
 from django.db import models
+from django.utils import timezone
 
 
 class JobStatus(models.TextChoices):
@@ -58,3 +59,7 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return self.hostname
+
+    @property
+    def seconds_since_seen(self) -> float:
+        return (timezone.now() - self.last_seen).total_seconds()

@@ -50,7 +50,7 @@ def test_another_teams_user_cannot_open_the_first_teams_pages(page, login, outsi
     expect(page.locator("main")).not_to_contain_text(team.name)
 
 
-def test_admin_adds_a_member_in_the_team_page(page, login, admin, team, make_user):
+def test_admin_adds_a_member_in_the_team_page(page, login, admin, team, make_user, screenshot):
     make_user("newcomer")
     login(admin)
     page.goto(f"/teams/{team.pk}/")
@@ -58,11 +58,14 @@ def test_admin_adds_a_member_in_the_team_page(page, login, admin, team, make_use
     page.locator("form[action$='/members/add/'] select[name=role]").select_option("viewer")
     page.get_by_role("button", name="Add").click()
     expect(page.locator("#members")).to_contain_text("newcomer")
+    screenshot("team-members")
     assert Membership.objects.get(team=team, user__username="newcomer").role == "viewer"
 
 
 @pytest.mark.services
-def test_queue_check_on_the_status_page_polls_until_the_worker_answers(page, login, member, celery_worker):
+def test_queue_check_on_the_status_page_polls_until_the_worker_answers(
+    page, login, member, celery_worker, screenshot
+):
     login(member)
     page.goto("/status/")
     expect(page.locator("#workers")).to_contain_text(celery_worker.hostname)
@@ -70,3 +73,4 @@ def test_queue_check_on_the_status_page_polls_until_the_worker_answers(page, log
     job = page.locator("#queue-checks .job").first
     expect(job).to_have_attribute("data-status", "succeeded", timeout=30_000)
     expect(job).to_contain_text(f"Queue rollout answered by {celery_worker.hostname}")
+    screenshot("status")
