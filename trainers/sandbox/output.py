@@ -78,4 +78,7 @@ def classify(reports: dict[str, dict], timed_out: bool, cpu_s: float) -> tuple[S
         return "timeout", "TimeoutError: CPU time limit exceeded"
     if sig:
         return "killed", f"killed by signal {signal.Signals(sig).name}"
-    return "killed", "the sandbox process exited without a result"
+    if "exit" not in exit_info:
+        return "killed", "the sandbox process ended without a result"
+    code = os.WEXITSTATUS(wait_status)  # the snippet called os._exit itself
+    return ("ok", "") if code == 0 else ("error", f"SystemExit: {code}")

@@ -51,3 +51,13 @@ def test_warm_call_is_fast(pool: WorkerPool) -> None:
 
     time.sleep(0.5)
     assert pool.run("print(1)").elapsed_s < 0.5
+
+
+def test_os_exit_is_judged_by_its_exit_code(pool: WorkerPool) -> None:
+    assert pool.run("import os\nprint('bye', flush=True)\nos._exit(0)").status == "ok"
+    assert (pool.run("import os; os._exit(4)").error_line) == "SystemExit: 4"
+
+
+def test_code_larger_than_a_pipe_buffer_arrives_whole(pool: WorkerPool) -> None:
+    blob = "x" * 1_000_000
+    assert pool.run(f"s = {blob!r}\nprint(len(s))").stdout == "1000000\n"
