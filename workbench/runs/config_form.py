@@ -7,6 +7,7 @@ same paths, so each lands on its own field (or on the nearest enclosing one).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -52,9 +53,21 @@ def _scalar_field(node: dict[str, Any], nullable: bool, label: str) -> forms.Fie
     return None
 
 
+class PrettyJSONField(forms.JSONField):
+    """A JSON text area that shows its value indented, one key per line."""
+
+    def prepare_value(self, value: Any) -> str:
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value
+        return json.dumps(value, indent=2, ensure_ascii=False)
+
+
 def _json_field(label: str, help_text: str) -> forms.Field:
-    return forms.JSONField(
-        label=label, help_text=help_text, required=False, widget=forms.Textarea(attrs={"rows": 4})
+    return PrettyJSONField(
+        label=label,
+        help_text=help_text,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "class": "json"}),
     )
 
 

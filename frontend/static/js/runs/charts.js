@@ -63,12 +63,16 @@ window.RunCharts = (() => {
     return out;
   }
 
-  // Echo-trap alerts as shaded step ranges (from where the signal peaked to where the rule fired).
+  // Alerts as shaded step ranges (from where the signal peaked to where the rule fired) and a line
+  // at the step that fired, so overlapping regions stay readable.
   function alertShapes(alerts) {
-    return alerts.map((a) => {
-      const start = a.start_step ?? a.step;
-      const color = a.severity === "critical" ? "rgba(220,40,40,0.18)" : "rgba(240,160,0,0.16)";
-      return { type: "rect", xref: "x", yref: "paper", x0: Math.min(start, a.step) - 0.5, x1: a.step + 0.5, y0: 0, y1: 1, fillcolor: color, line: { width: 0 }, layer: "below" };
+    return alerts.flatMap((a) => {
+      const start = Math.min(a.start_step ?? a.step, a.step);
+      const rgb = a.severity === "critical" ? "220,40,40" : "240,150,0";
+      return [
+        { type: "rect", xref: "x", yref: "paper", x0: start - 0.5, x1: a.step + 0.5, y0: 0, y1: 1, fillcolor: `rgba(${rgb},0.07)`, line: { width: 0 }, layer: "below" },
+        { type: "line", xref: "x", yref: "paper", x0: a.step, x1: a.step, y0: 0, y1: 1, line: { color: `rgba(${rgb},0.9)`, width: 1.5, dash: "dot" } },
+      ];
     });
   }
 
