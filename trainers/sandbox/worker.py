@@ -179,9 +179,6 @@ def _init_main(config: dict, fds: dict[str, int], namespaces: bool) -> None:
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # cleared by the uid change, so set after it
     os.environ.clear()
     os.environ.update(sandbox_env(config))
-    for name in config["preload"]:
-        with contextlib.suppress(ImportError):
-            __import__(name)
     _block_sockets()
     _apply_rlimits(config)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -291,6 +288,9 @@ def _spawn(config: dict, sock: socket.socket, request: dict) -> None:
 def _zygote_main(config: dict, sock_fd: int) -> None:
     """Serve spawn requests until the pool's end of the socket closes (the pool or its process died)."""
     sock = socket.socket(fileno=sock_fd)
+    for name in config["preload"]:  # imported once here, inherited by every forked worker
+        with contextlib.suppress(ImportError):
+            __import__(name)
     while True:
         with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainers.sandbox import WorkerPool
+from trainers.sandbox import SandboxLimits, WorkerPool
 
 
 def test_prints_output_and_reports_ok(pool: WorkerPool) -> None:
@@ -61,3 +61,12 @@ def test_os_exit_is_judged_by_its_exit_code(pool: WorkerPool) -> None:
 def test_code_larger_than_a_pipe_buffer_arrives_whole(pool: WorkerPool) -> None:
     blob = "x" * 1_000_000
     assert pool.run(f"s = {blob!r}\nprint(len(s))").stdout == "1000000\n"
+
+
+def test_preloaded_modules_are_already_imported() -> None:
+    code = "import sys; print('fractions' in sys.modules)"
+    preloaded = WorkerPool(SandboxLimits(preload=("fractions",)), size=1)
+    try:
+        assert preloaded.run(code).stdout == "True\n"
+    finally:
+        preloaded.close()
