@@ -143,7 +143,7 @@ def sft_train(
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-        loss_value = float(loss)
+        loss_value = loss.item()
         if on_step is not None:
             on_step(
                 step,

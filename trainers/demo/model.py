@@ -1,0 +1,47 @@
+"""The demo's tiny policy: a tokenizer trained on the rendered expert conversations, and a fresh model.
+
+The tokenizer merges across spaces (`split_words=False`), so the long Qwen tool system prompt is a
+few dozen tokens instead of hundreds: that is what makes SFT plus RL fit in minutes on two cores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from trainers.models.tiny import build_tiny_model
+from trainers.templates.base import ChatTemplate
+from trainers.training.sft import assistant_text
+from trainers.trajectory import ToolResult
+
+
+def demo_corpus(records: Sequence[dict], *, template: ChatTemplate, tools: list[dict]) -> list[str]:
+    """Every piece of text the model will see, split where the rollout tokenizes separately."""
+    texts = []
+    for record in records:
+        messages = [m for m in record["messages"] if m["role"] != "system"]
+        texts.append(template.render_prompt(question=messages[0]["content"], tools=tools))
+        for message in messages[1:]:
+            if message["role"] == "assistant":
+                texts.append(assistant_text(message))
+            else:  # the glue around a tool response is tokenized as one piece, as in the rollout
+                result = ToolResult(name=message.get("name", ""), ok=True, output=str(message["content"]))
+                texts.append(template.render_tool_responses([result]))
+    return texts
+
+
+def build_demo_model(
+    out_dir: str | Path,
+    records: Sequence[dict],
+    *,
+    template: ChatTemplate,
+    tools: list[dict],
+    seed: int = 0,
+    hidden_size: int = 128,
+    num_layers: int = 4,
+) -> Path:
+    """Build and save the tokenizer and an untrained Qwen2 policy (about 0.7M parameters)."""
+    corpus = demo_corpus(records, template=template, tools=tools)
+    return build_tiny_model(
+        out_dir, hidden_size=hidden_size, num_layers=num_layers, seed=seed, corpus=corpus, split_words=False
+    )

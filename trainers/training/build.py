@@ -1,0 +1,153 @@
+"""Build a `Trainer` from a validated `RunConfig`: every name is looked up in its registry."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainers.advantages import ESTIMATORS
+from trainers.backends.hf import HFBackend
+from trainers.config.algorithm import filter_kwargs
+from trainers.config.schema import RunConfig
+from trainers.filters import FILTERS
+from trainers.losses.objective import PolicyLossConfig
+from trainers.metrics.echo_trap import EchoTrapDetector
+from trainers.rollout.engine import RolloutEngine
+from trainers.training.data import PromptSampler, read_rows, split_rows
+from trainers.training.evaluate import Evaluator, correctness_judge
+from trainers.training.loop import LoopSettings, Trainer
+from trainers.training.model_io import load_policy, load_tokenizer
+from trainers.training.policy import ValueHead, frozen_copy
+from trainers.training.sinks import RunDirSink, Sink
+from trainers.training.update import UpdateSettings
+
+
+def resolve_model_path(path: str, run_dir: Path) -> Path:
+    """A local directory; "tiny" builds the bundled tiny model inside the run directory once."""
+    if path != "tiny":
+        return Path(path)
+    from trainers.models.tiny import build_tiny_model
+
+    target = run_dir / "base_model"
+    return target if (target / "config.json").exists() else build_tiny_model(target)
+
+
+def lr_lambda(schedule: str, warmup: int, total: int, min_ratio: float) -> Callable[[int], float]:
+    """Linear warm-up from 0, then constant, linear or cosine decay to `min_ratio` of the peak."""
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / max(1, total - warmup))
+        if schedule == "linear":
+            return 1.0 - (1.0 - min_ratio) * progress
+        if schedule == "cosine":
+            return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+        return 1.0
+
+    return factor
+
+
+def _rows(config: RunConfig) -> tuple[list[dict], list[dict]]:
+    if config.data.train_path is None:
+        raise ValueError("data.train_path: a JSONL file of training rows is required")
+    train = read_rows(config.data.train_path, config.data.prompt_key)
+    if config.data.eval_path is not None:
+        return train, read_rows(config.data.eval_path, config.data.prompt_key)
+    return split_rows(train, config.data.eval_fraction, config.seed)
+
+
+def _evaluator(config: RunConfig, engine: RolloutEngine, rows: list[dict]) -> Evaluator | None:
+    if not rows:
+        return None
+    rows = rows[: config.evaluation.max_problems] if config.evaluation.max_problems else rows
+    mode = "math"
+    for spec in config.reward.components:  # judge answers the way the run's correctness reward does
+        if spec.name == "correctness":
+            mode = spec.params.get("mode", "math")
+    return Evaluator(
+        engine, rows, correctness_judge(mode), samples=config.evaluation.pass_k,
+        temperature=config.sampling.temperature or 1.0, greedy=config.evaluation.greedy,
+    )  # fmt: skip
+
+
+def build_trainer(
+    config: RunConfig,
+    *,
+    model: Any = None,
+    tokenizer: Any = None,
+    sink: Sink | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Trainer:
+    """The whole run from its config; pass a live `model`/`tokenizer` (e.g. after SFT) to skip loading."""
+    torch.manual_seed(config.seed)
+    run_dir = Path(config.output_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if model is None:
+        model, tokenizer = load_policy(resolve_model_path(config.model.path, run_dir))
+        if config.model.tokenizer_path is not None:
+            tokenizer = load_tokenizer(config.model.tokenizer_path)
+    device = "cuda" if config.model.device == "auto" and torch.cuda.is_available() else config.model.device
+    model.to("cpu" if device == "auto" else device)
+    backend = HFBackend(model, tokenizer)
+    bindings = [binding.model_dump() for binding in config.tools]
+    engine = RolloutEngine(
+        backend, config.template.name, bindings, config.limits, config.sampling,
+        prompt_source=config.template.source,
+    )  # fmt: skip
+    train_rows, eval_rows = _rows(config)
+    estimator = ESTIMATORS.get(config.algorithm.estimator)(**config.algorithm.estimator_kwargs())
+    value_head = ValueHead(model.config.hidden_size) if estimator.needs_values else None
+    params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
+    opt = config.optimizer
+    optimizer = torch.optim.AdamW(params, lr=opt.lr, betas=opt.betas, weight_decay=opt.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lr_lambda(opt.schedule, opt.warmup_steps, config.training.steps, opt.min_lr_ratio)
+    )
+    needs_reference = config.loss.kl != "none" or estimator.needs_kl
+    training = config.training
+    settings = LoopSettings(
+        steps=training.steps,
+        prompts_per_step=config.rollout.prompts_per_step,
+        samples_per_prompt=config.rollout.samples_per_prompt,
+        seed=config.seed,
+        max_refill_rounds=max((getattr(f, "max_refill_rounds", 0) for f in config.filters), default=0),
+        eval_every=config.evaluation.every_steps,
+        checkpoint_every=config.checkpoint.every_steps,
+        keep_checkpoints=config.checkpoint.keep,
+        on_alert=config.echo_trap.on_alert,
+        template_name=config.template.name,
+    )
+    return Trainer(
+        model=model,
+        tokenizer=tokenizer,
+        engine=engine,
+        reward=config.reward,
+        estimator=estimator,
+        loss_config=PolicyLossConfig(**config.loss.policy_loss_kwargs()),
+        update=UpdateSettings(
+            ppo_epochs=training.ppo_epochs,
+            minibatch_size=training.minibatch_size,
+            grad_accumulation=training.grad_accumulation,
+            grad_clip=opt.grad_clip,
+            value_coef=config.loss.value_coef,
+            value_clip=config.loss.value_clip,
+            temperature=config.sampling.temperature or 1.0,
+        ),
+        optimizer=optimizer,
+        scheduler=scheduler,
+        sampler=PromptSampler(train_rows, seed=config.seed),
+        settings=settings,
+        sink=sink or RunDirSink(run_dir),
+        run_dir=run_dir,
+        filters=[FILTERS.get(f.name)(**filter_kwargs(f)) for f in config.filters],
+        evaluator=_evaluator(config, engine, eval_rows),
+        reference=frozen_copy(model) if needs_reference else None,
+        value_head=value_head,
+        detector=EchoTrapDetector(config.echo_trap.detector) if config.echo_trap.enabled else None,
+        should_stop=should_stop,
+    )

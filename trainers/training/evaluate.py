@@ -1,0 +1,84 @@
+"""Evaluation on a held-out split: accuracy, pass@k, tool-call rate and OTC's tool productivity.
+
+Run greedily (one sample) and sampled (temperature 1, k samples): a policy can look good greedily and
+still sample badly, and RL trains the sampled policy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from trainers.backends.sampling import SamplingParams
+from trainers.rewards.base import RewardContext
+from trainers.rewards.correctness import Correctness
+from trainers.rollout.engine import RolloutEngine
+from trainers.trajectory import Trajectory
+
+IsCorrect = Callable[[Trajectory], bool]
+
+
+def correctness_judge(mode: str = "math") -> IsCorrect:
+    """The `correctness` reward component as a yes/no judge (math equivalence by default)."""
+    component = Correctness(mode=mode)
+    ctx = RewardContext()
+    return lambda traj: component.score(traj, ctx) >= component.params.correct
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c correct (Chen et al. 2021, arXiv 2107.03374 eq. 1)."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
+
+
+def summarise(trajectories: Sequence[Trajectory], is_correct: IsCorrect, k: int) -> dict[str, float]:
+    """Metrics over trajectories grouped by prompt; tool productivity = solved / tool calls (OTC)."""
+    correct = [is_correct(t) for t in trajectories]
+    groups: dict[str, list[bool]] = {}
+    for traj, ok in zip(trajectories, correct, strict=True):
+        groups.setdefault(traj.group_id, []).append(ok)
+    calls = sum(t.num_tool_calls for t in trajectories)
+    solved = sum(correct)
+    n = len(trajectories) or 1
+    out = {
+        "accuracy": solved / n,
+        "tool_call_rate": sum(t.num_tool_calls > 0 for t in trajectories) / n,
+        "tool_calls_per_traj": calls / n,
+        "tool_calls_per_solved": calls / solved if solved else math.nan,
+        "tool_productivity": solved / calls if calls else math.nan,
+        "answered_rate": sum(t.final_answer is not None for t in trajectories) / n,
+    }
+    if k > 1:
+        out[f"pass@{k}"] = sum(pass_at_k(len(g), sum(g), k) for g in groups.values()) / max(1, len(groups))
+    return out
+
+
+@dataclass
+class Evaluator:
+    """Evaluates the live policy behind `engine` (its backend shares the trained model) on `rows`."""
+
+    engine: RolloutEngine
+    rows: list[dict]
+    is_correct: IsCorrect
+    samples: int = 4  # k for pass@k at temperature 1
+    temperature: float = 1.0
+    greedy: bool = True
+
+    def run(self, seed: int = 0) -> dict[str, float]:
+        """`greedy/...` and `sampled/...` metrics; both use the engine's template, tools and limits."""
+        results: dict[str, float] = {}
+        modes = [("sampled", SamplingParams(temperature=self.temperature), self.samples)]
+        if self.greedy:
+            modes.insert(0, ("greedy", SamplingParams(temperature=0.0), 1))
+        saved = self.engine.sampling
+        try:
+            for name, sampling, k in modes:
+                self.engine.sampling = sampling
+                trajectories = self.engine.run(self.rows, k, seed=seed)
+                for key, value in summarise(trajectories, self.is_correct, k).items():
+                    results[f"{name}/{key}"] = value
+        finally:
+            self.engine.sampling = saved
+        return results

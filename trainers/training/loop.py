@@ -1,0 +1,323 @@
+"""The RL loop: rollout, rewards, filters, advantages, PPO epochs, metrics, echo trap, checkpoint.
+
+Each piece is a registered component (template, tools, reward components, estimator, filters); the
+loop only composes them, so a new method never changes this file.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from trainers.advantages import AdvantageEstimator, advantage_batch_from_trajectories, write_advantages
+from trainers.backends.sampling import SamplingParams
+from trainers.filters import FILTERS
+from trainers.filters.base import GroupFilter, apply_filters, group_trajectories
+from trainers.losses.objective import PolicyLossConfig
+from trainers.metrics import keys
+from trainers.metrics.echo_trap import EchoTrapDetector
+from trainers.metrics.step_metrics import compute_step_metrics
+from trainers.rewards import RewardContext, RewardDefinition
+from trainers.rollout.engine import RolloutEngine
+from trainers.training.checkpoint import checkpoint_dir, load_checkpoint, save_checkpoint
+from trainers.training.data import PromptSampler
+from trainers.training.evaluate import Evaluator
+from trainers.training.policy import ValueHead, collate, forward_policy
+from trainers.training.sinks import Sink
+from trainers.training.update import UpdateInputs, UpdateSettings, ppo_update
+from trainers.trajectory import Trajectory
+
+
+@dataclass
+class LoopSettings:
+    steps: int  # training steps (rollout + update)
+    prompts_per_step: int = 8
+    samples_per_prompt: int = 8  # G, one group per prompt
+    seed: int = 0  # rollout seeds are derived from it and the step, so a resumed run samples the same
+    max_refill_rounds: int = 0  # DAPO dynamic sampling: extra rollout rounds to refill filtered groups
+    eval_every: int = 0  # 0 = evaluate only at the end
+    eval_at_start: bool = False  # also evaluate the starting policy (step 0)
+    checkpoint_every: int = 50
+    keep_checkpoints: int = 3
+    keep_best: str | None = None  # eval metric whose best value is kept in checkpoints/best
+    on_alert: Literal["record", "stop", "starpo_s"] = "record"  # what an echo_trap alert does
+    template_name: str | None = None  # for rewards that depend on the template
+
+
+@dataclass
+class TrainResult:
+    steps_done: int
+    stopped: bool = False  # cancelled through should_stop or by an echo-trap alert
+    best: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class Trainer:
+    """Owns the policy, its optimiser and the run's components; `train()` runs the remaining steps."""
+
+    def __init__(
+        self,
+        *,
+        model: nn.Module,
+        tokenizer: Any,
+        engine: RolloutEngine,
+        reward: RewardDefinition,
+        estimator: AdvantageEstimator,
+        loss_config: PolicyLossConfig,
+        update: UpdateSettings,
+        optimizer: torch.optim.Optimizer,
+        scheduler: Any,
+        sampler: PromptSampler,
+        settings: LoopSettings,
+        sink: Sink,
+        run_dir: str | Path,
+        filters: Sequence[GroupFilter] = (),
+        evaluator: Evaluator | None = None,
+        reference: nn.Module | None = None,
+        value_head: ValueHead | None = None,
+        detector: EchoTrapDetector | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
+        self.model, self.tokenizer, self.engine = model, tokenizer, engine
+        self.reward, self.estimator, self.loss_config, self.update = reward, estimator, loss_config, update
+        self.optimizer, self.scheduler, self.sampler, self.settings = optimizer, scheduler, sampler, settings
+        self.sink, self.run_dir, self.filters = sink, Path(run_dir), list(filters)
+        self.evaluator, self.reference, self.value_head = evaluator, reference, value_head
+        self.detector, self.should_stop = detector, should_stop
+        self.step = 0
+        self.best: dict[str, float] = {}
+        self._checkpointed = -1
+        self._rows: dict[str, dict] = {}  # group id -> its row, for ReMax's greedy rollouts
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    # --- the loop --------------------------------------------------------------------------------
+    def train(self) -> TrainResult:
+        start, stopped = time.perf_counter(), False
+        if self.settings.eval_at_start and self.step == 0:
+            self.evaluate()
+        while self.step < self.settings.steps:
+            if self.should_stop is not None and self.should_stop():
+                stopped = True
+                break
+            self.step += 1
+            metrics = self.run_step(self.step)
+            stopped = self.after_step(metrics)
+            if stopped:
+                break
+        if self._checkpointed != self.step:
+            self.checkpoint()
+        if self.evaluator is not None and (
+            self.settings.eval_every == 0 or self.step % self.settings.eval_every
+        ):
+            self.evaluate()
+        self.sink.close()
+        return TrainResult(self.step, stopped, dict(self.best), time.perf_counter() - start)
+
+    def after_step(self, metrics: dict[str, float]) -> bool:
+        """Log, detect collapse, evaluate and checkpoint on schedule; True when the run must stop."""
+        self.sink.log_metrics(self.step, metrics)
+        stop = False
+        if self.detector is not None:
+            alerts = self.detector.update(self.step, metrics)
+            self.sink.log_alerts(alerts)
+            if any(a.rule == "echo_trap" for a in alerts):
+                stop = self.on_echo_trap()
+        if (
+            self.evaluator is not None
+            and self.settings.eval_every
+            and self.step % self.settings.eval_every == 0
+        ):
+            self.evaluate()
+        if self.step % self.settings.checkpoint_every == 0 or stop:
+            self.checkpoint()
+        return stop
+
+    def on_echo_trap(self) -> bool:
+        if self.settings.on_alert == "starpo_s" and not any(
+            type(f).__name__ == "StarPOS" for f in self.filters
+        ):
+            self.filters.append(FILTERS.get("starpo_s")())  # RAGEN's remedy: keep high-variance groups
+        return self.settings.on_alert == "stop"
+
+    def run_step(self, step: int) -> dict[str, float]:
+        """One rollout and update; returns the step's metrics."""
+        t0 = time.perf_counter()
+        kept, sampled, filtered_frac, timing = self.collect(step)
+        metrics = compute_step_metrics(sampled, filtered_frac=filtered_frac if self.filters else None)
+        t1 = time.perf_counter()
+        if kept:
+            metrics.update(self.learn(kept))
+        self.scheduler.step()
+        self.sink.log_trajectories(step, sampled)
+        t2 = time.perf_counter()
+        policy_tokens = sum(t.num_policy_tokens for t in sampled)
+        metrics.update(timing)
+        metrics[keys.TIME_UPDATE] = t2 - t1
+        metrics[keys.TIME_STEP] = t2 - t0
+        metrics[keys.TOKENS_PER_S] = policy_tokens / max(1e-9, t1 - t0)
+        metrics["perf/completions_per_s"] = len(sampled) / max(1e-9, t2 - t0)
+        metrics["train/trajectories"] = float(len(kept))
+        metrics["train/lr"] = float(self.scheduler.get_last_lr()[0])
+        return metrics
+
+    # --- rollout, rewards and filters ------------------------------------------------------------
+    def rollout(self, rows: list[dict], step: int, round_: int) -> list[Trajectory]:
+        # Group ids must be unique within a step, also when a row comes back in a refill round.
+        rows = [{**row, "id": f"{step}.{round_}.{i}:{row.get('id', i)}"} for i, row in enumerate(rows)]
+        self._rows = {row["id"]: row for row in rows} | (self._rows if round_ else {})
+        seed = self.settings.seed * 1_000_003 + step * 101 + round_
+        trajectories = self.engine.run(rows, self.settings.samples_per_prompt, seed=seed)
+        ctx = RewardContext(step=step, total_steps=self.settings.steps, template=self.settings.template_name)
+        self.reward.compute(trajectories, ctx)
+        return trajectories
+
+    def collect(self, step: int) -> tuple[list[Trajectory], list[Trajectory], float, dict[str, float]]:
+        """Kept trajectories, all sampled ones, the filtered fraction and the rollout time split."""
+        generation = tools = 0.0
+        start = time.perf_counter()
+        sampled = self.rollout(self.sampler.next(self.settings.prompts_per_step), step, 0)
+        generation += self.engine.last_stats.generate_s if self.engine.last_stats else 0.0
+        result = apply_filters(self.filters, group_trajectories(sampled))
+        kept, dropped = dict(result.kept), dict(result.dropped)
+        target = len(kept) + result.needs_refill
+        for round_ in range(1, self.settings.max_refill_rounds + 1):
+            missing = target - len(kept)
+            if missing <= 0:
+                break
+            more = self.rollout(self.sampler.next(missing), step, round_)
+            generation += self.engine.last_stats.generate_s if self.engine.last_stats else 0.0
+            sampled += more
+            extra = apply_filters(self.filters, group_trajectories(more))
+            kept.update(extra.kept)
+            dropped.update(extra.dropped)
+        kept_groups = list(kept.values())[: max(target, 1)] if self.filters else list(kept.values())
+        filtered_frac = len(dropped) / max(1, len(kept) + len(dropped))
+        tools = sum(r.latency_s for t in sampled for r in t.tool_results)
+        timing = {
+            keys.TIME_GENERATION: generation,
+            keys.TIME_TOOLS: tools,
+            "time/rollout": time.perf_counter() - start,
+        }
+        return [t for g in kept_groups for t in g], sampled, filtered_frac, timing
+
+    def greedy_baselines(self, trajectories: list[Trajectory], step: int) -> dict[str, float]:
+        """ReMax: the reward of one greedy response per prompt, keyed by group id."""
+        rows = {t.group_id: self._rows[t.group_id] for t in trajectories}
+        saved = self.engine.sampling
+        self.engine.sampling = SamplingParams(temperature=0.0)
+        try:
+            greedy = self.engine.run(list(rows.values()), 1, seed=step)
+        finally:
+            self.engine.sampling = saved
+        self.reward.compute(greedy, RewardContext(step=step, total_steps=self.settings.steps))
+        return {t.group_id: t.reward for t in greedy}
+
+    # --- advantages and update -------------------------------------------------------------------
+    def learn(self, trajectories: list[Trajectory]) -> dict[str, float]:
+        batch = collate(trajectories, self.pad_id)
+        temperature = self.update.temperature
+        needs_old = self.update.reuses_samples(batch.size) or self.value_head is not None
+        old = ref_logprobs = None
+        with torch.no_grad():
+            if needs_old:
+                old = forward_policy(
+                    self.model, batch, temperature=temperature, with_entropy=False, value_head=self.value_head
+                )
+            if self.reference is not None:
+                ref_logprobs = forward_policy(
+                    self.reference, batch, temperature=temperature, with_entropy=False
+                ).logprobs
+        kl = None
+        if self.estimator.needs_kl:
+            if ref_logprobs is None:
+                raise ValueError("the estimator folds KL into rewards: it needs a reference model")
+            current = old.logprobs if old is not None else ref_logprobs
+            kl = (current - ref_logprobs) * batch.response_mask  # k1 per token, as in REINFORCE++
+        baselines = (
+            self.greedy_baselines(trajectories, self.step) if self.estimator.needs_greedy_baseline else None
+        )
+        adv_batch = advantage_batch_from_trajectories(
+            trajectories,
+            pad_to=batch.response_ids.shape[1],
+            values=old.values if (old is not None and self.estimator.needs_values) else None,
+            kl=kl,
+            baseline_rewards=baselines,
+        )
+        result = self.estimator.compute(adv_batch)
+        write_advantages(trajectories, result)
+        inputs = UpdateInputs(batch, result.advantages, old, ref_logprobs, result.returns)
+        generator = torch.Generator().manual_seed(self.settings.seed * 7919 + self.step)
+        stats = ppo_update(
+            self.model, self.optimizer, inputs, loss_config=self.loss_config, settings=self.update,
+            value_head=self.value_head, generator=generator,
+        )  # fmt: skip
+        stats["advantage/mean_abs"] = float(
+            (result.advantages.abs() * batch.response_mask).sum() / batch.response_mask.sum().clamp(min=1)
+        )
+        return stats
+
+    # --- evaluation and checkpoints --------------------------------------------------------------
+    def evaluate(self) -> dict[str, float]:
+        assert self.evaluator is not None
+        results = self.evaluator.run(seed=self.settings.seed + self.step)
+        self.sink.log_eval(self.step, results)
+        key = self.settings.keep_best
+        if key is not None and key in results and results[key] > self.best.get(key, float("-inf")):
+            self.best = {"step": float(self.step), key: results[key]}
+            self.save(self.run_dir / "checkpoints" / "best")
+        return results
+
+    def extra_state(self) -> dict[str, Any]:
+        return {
+            "sampler": self.sampler.state_dict(),
+            "estimator": self.estimator.state_dict(),
+            "detector": self.detector,
+            "filters": [type(f).__name__ for f in self.filters],
+            "best": dict(self.best),
+        }
+
+    def save(self, path: Path) -> Path:
+        return save_checkpoint(
+            path, step=self.step, model=self.model, optimizer=self.optimizer, scheduler=self.scheduler,
+            tokenizer=self.tokenizer, value_head=self.value_head, extra=self.extra_state(),
+        )  # fmt: skip
+
+    def checkpoint(self) -> Path:
+        path = self.save(checkpoint_dir(self.run_dir, self.step))
+        self._checkpointed = self.step
+        self.sink.log_checkpoint(self.step, path)
+        self.prune_checkpoints()
+        return path
+
+    def prune_checkpoints(self) -> None:
+        done = sorted((self.run_dir / "checkpoints").glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
+        for old in done[: -self.settings.keep_checkpoints]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def resume(self, path: str | Path) -> None:
+        """Continue from a checkpoint: weights, optimiser, scheduler, RNGs, sampler and detector state."""
+        resumed = load_checkpoint(
+            path,
+            model=self.model,
+            optimizer=self.optimizer,
+            scheduler=self.scheduler,
+            value_head=self.value_head,
+        )
+        self.step = resumed.step
+        extra = resumed.extra
+        self.sampler.load_state_dict(extra["sampler"])
+        self.estimator.load_state_dict(extra["estimator"])
+        if extra.get("detector") is not None:
+            self.detector = extra["detector"]
+        if "StarPOS" in extra.get("filters", []) and not any(
+            type(f).__name__ == "StarPOS" for f in self.filters
+        ):
+            self.filters.append(FILTERS.get("starpo_s")())
+        self.best = dict(extra.get("best", {}))

@@ -1,0 +1,36 @@
+"""Loading a local policy and its tokenizer for training (never from a hub name).
+
+transformers 5 rebuilds the pre-tokenizer of some model types (Qwen2 among them) from its own
+defaults when `AutoTokenizer` loads them; `tokenizer.json` is the tokenizer that was trained, so
+we load that file as it is whenever a checkpoint has one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def load_tokenizer(path: str | Path) -> Any:
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    path = Path(path)
+    if (path / "tokenizer.json").exists():
+        return PreTrainedTokenizerFast.from_pretrained(str(path))
+    return AutoTokenizer.from_pretrained(str(path))
+
+
+def load_policy(path: str | Path, *, dtype: torch.dtype = torch.float32) -> tuple[Any, Any]:
+    """(model, tokenizer) from a local `from_pretrained` directory, model in train mode."""
+    from transformers import AutoModelForCausalLM
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"model path {path} does not exist (only local paths are supported)")
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
+    tokenizer = load_tokenizer(path)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token  # padding is masked out; any id will do
+    return model, tokenizer
