@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django import forms
 from django.urls import reverse
 
 from trainers.config import RunConfig
@@ -20,7 +21,7 @@ def form_post(config: dict, **identity) -> dict:
     fields = schema_fields()
     data = {"name": "r1", "queue": "cpu", "notes": "", "tags": "", **identity}
     for path, value in flatten(config, list(fields)).items():
-        if type(fields[path]).__name__ == "JSONField":
+        if isinstance(fields[path], forms.JSONField):
             data[path] = json.dumps(value)
         elif isinstance(value, bool):
             if value:
