@@ -78,6 +78,7 @@ class WorkerPool:
         self._ready: queue.Queue[_Worker | SandboxError] = queue.Queue()
         self._wanted: queue.Queue[bool] = queue.Queue()
         self._closed = False
+        self._broken: SandboxError | None = None
         self._sock, self._zygote = self._start_zygote(python)
         threading.Thread(target=self._refill, name="sandbox-pool", daemon=True).start()
         for _ in range(size):
@@ -121,7 +122,10 @@ class WorkerPool:
             line = worker.ctl.read_line(deadline)
             info = json.loads(line) if line else {"ready": False, "error": "no answer from the worker"}
             if "pid" in info:
-                worker.pidfd = os.pidfd_open(info["pid"])
+                try:
+                    worker.pidfd = os.pidfd_open(info["pid"])
+                except ProcessLookupError:  # the init died during set-up; its error line follows
+                    continue
             elif info.get("ready"):
                 worker.isolation = info["isolation"]
             else:
@@ -135,13 +139,18 @@ class WorkerPool:
             try:
                 self._ready.put(self._spawn())
             except (OSError, ValueError, SandboxError) as exc:
-                self._ready.put(exc if isinstance(exc, SandboxError) else SandboxError(repr(exc)))
+                error = exc if isinstance(exc, SandboxError) else SandboxError(repr(exc))
                 if self._zygote.poll() is not None:
+                    self._broken = error  # no more workers will come: fail calls at once, not after a wait
+                self._ready.put(error)
+                if self._broken:
                     return
 
     def _take(self) -> _Worker:
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
+        if self._broken is not None and self._ready.empty():
+            raise self._broken
         try:
             item = self._ready.get(timeout=self.start_timeout_s)
         except queue.Empty:

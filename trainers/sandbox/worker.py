@@ -115,8 +115,7 @@ def _apply_rlimits(config: dict) -> None:
 
 
 def _block_sockets() -> None:
-    """Second line of defence when no network namespace could be made: sockets raise."""
-    import socket
+    """Second line of defence behind the network namespace: Python-level sockets raise."""
 
     def refuse(*_args, **_kwargs):
         raise PermissionError("network access is disabled in the sandbox")

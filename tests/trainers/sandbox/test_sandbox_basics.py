@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from trainers.sandbox import SandboxLimits, WorkerPool
+import time
+
+import pytest
+
+from trainers.sandbox import SandboxError, SandboxLimits, WorkerPool
 
 
 def test_prints_output_and_reports_ok(pool: WorkerPool) -> None:
@@ -47,8 +51,6 @@ def test_scratch_directory_is_writable_and_fresh(pool: WorkerPool) -> None:
 
 def test_warm_call_is_fast(pool: WorkerPool) -> None:
     pool.run("pass")  # let the pool refill behind this one
-    import time
-
     time.sleep(0.5)
     assert pool.run("print(1)").elapsed_s < 0.5
 
@@ -70,3 +72,15 @@ def test_preloaded_modules_are_already_imported() -> None:
         assert preloaded.run(code).stdout == "True\n"
     finally:
         preloaded.close()
+
+
+def test_a_pool_that_cannot_start_workers_fails_fast() -> None:
+    broken = WorkerPool(size=1, python="/bin/false", start_timeout_s=20)
+    start = time.monotonic()
+    try:
+        for _ in range(3):
+            with pytest.raises(SandboxError):
+                broken.run("print(1)")
+    finally:
+        broken.close()
+    assert time.monotonic() - start < 5
