@@ -86,9 +86,11 @@ class RolloutEngine:
         # every sample of a row starts from the same environment state (a RAGEN/GiGPO group)
         env_seed = zlib.crc32(f"{seed}:{group_id}".encode())
         toolset = Toolset.build(self.tool_bindings, initial_state=row.get("initial_state"), seed=env_seed)
+        scheduler.joined()
         try:
             return await self._rollout(row, group_id, k, toolset, scheduler)
         finally:
+            scheduler.left()
             await toolset.close()
 
     async def _rollout(

@@ -3,6 +3,9 @@
 Each trajectory is an asyncio task. When it needs tokens it queues a request and awaits it; the
 scheduler sends everything queued as one batch to the backend in a worker thread, so tool calls of
 other trajectories run meanwhile, and whatever queued during that batch goes in the next one.
+Before launching a batch it lets the queue settle for a few milliseconds unless every live
+trajectory is already waiting: tool calls that end together then share one batch instead of
+splitting into a small batch and a second one that waits for it.
 """
 
 from __future__ import annotations
@@ -30,9 +33,19 @@ class GenerationScheduler:
     never the same random stream twice in a run.
     """
 
-    def __init__(self, backend: GenerationBackend, *, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        backend: GenerationBackend,
+        *,
+        seed: int | None = None,
+        settle_s: float = 0.005,
+        max_wait_s: float = 0.05,
+    ) -> None:
         self.backend = backend
         self.seed = seed
+        self.settle_s = settle_s  # launch once no request arrived for this long...
+        self.max_wait_s = max_wait_s  # ...or after this long in any case
+        self.live = 0  # trajectories that may still ask for tokens
         self.stats = SchedulerStats()
         self._waiting: list[tuple[GenerationRequest, asyncio.Future[GenerationOutput]]] = []
         self._wake = asyncio.Event()
@@ -43,6 +56,13 @@ class GenerationScheduler:
         self._waiting.append((request, future))
         self._wake.set()
         return await future
+
+    def joined(self) -> None:
+        self.live += 1
+
+    def left(self) -> None:
+        self.live -= 1
+        self._wake.set()  # the batch may now be complete
 
     async def __aenter__(self) -> GenerationScheduler:
         self._task = asyncio.create_task(self._loop())
@@ -59,9 +79,23 @@ class GenerationScheduler:
             await self._wake.wait()
             self._wake.clear()
             await asyncio.sleep(0)  # let trajectories woken by the last batch queue their next turn
+            await self._settle()
             batch, self._waiting = self._waiting, []
             if batch:
                 await self._run(batch)
+
+    async def _settle(self) -> None:
+        """Wait while requests are still arriving, unless every live trajectory is already queued."""
+        loop = asyncio.get_running_loop()
+        start = last_change = loop.time()
+        count = len(self._waiting)
+        while self._waiting and count < self.live:
+            await asyncio.sleep(self.settle_s / 5)
+            now = loop.time()
+            if len(self._waiting) != count:
+                count, last_change = len(self._waiting), now
+            elif now - last_change >= self.settle_s or now - start >= self.max_wait_s:
+                break
 
     async def _run(self, batch: list[tuple[GenerationRequest, asyncio.Future[GenerationOutput]]]) -> None:
         requests = [self._seeded(request) for request, _ in batch]
