@@ -97,7 +97,9 @@ class HFBackend(GenerationBackend):
                 i = active[row]
                 tokens[i].append(tok)
                 logps[i].append(lp)
-                stop = watchers[i].push(texts[tok]) if watchers[i] is not None and texts else None
+                watcher = watchers[i]
+                # ids past the tokenizer (vocabularies padded for speed) decode to nothing
+                stop = watcher.push(texts[tok] if tok < len(texts) else "") if watcher and texts else None
                 if stop is not None:
                     results[i] = GenerationOutput(tokens[i], logps[i], "stop", stop)
                 elif tok in self.eos_ids:
