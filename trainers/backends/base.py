@@ -39,3 +39,7 @@ class GenerationBackend(ABC):
     @abstractmethod
     def generate(self, requests: list[GenerationRequest]) -> list[GenerationOutput]:
         """One output per request, in order. Blocking; the rollout engine runs it in a worker thread."""
+
+    def begin_rollout(self) -> None:
+        """Drop state tied to the current weights (e.g. a prefix cache); the engine calls it per rollout."""
+        return None

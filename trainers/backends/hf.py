@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import Tensor
 from transformers import DynamicCache
 
 from trainers.backends.base import GenerationBackend, GenerationOutput, GenerationRequest
+from trainers.backends.prefix_cache import PrefixCache, row_prefix, stacked_cache
 from trainers.backends.sampler import sample_step
 from trainers.backends.sampling import SamplingParams
 from trainers.backends.stops import StopWatcher
@@ -32,6 +34,7 @@ class HFBackend(GenerationBackend):
         device: str | None = None,
         dtype: str | torch.dtype | None = None,
         max_batch_size: int = 256,
+        prefix_cache_tokens: int = 32768,
     ) -> None:
         if isinstance(model, (str, Path)):
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -46,6 +49,8 @@ class HFBackend(GenerationBackend):
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size
+        self.prefix_cache = PrefixCache(prefix_cache_tokens)  # 0 turns prefix reuse off
+        self.reused_tokens = 0  # prompt tokens whose keys and values came from the prefix cache
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.eos_ids = eos_token_ids(model, tokenizer)
         self._token_text: list[str] | None = None
@@ -108,6 +113,8 @@ class HFBackend(GenerationBackend):
                     results[i] = GenerationOutput(tokens[i], logps[i], "length")
                 else:
                     keep.append(row)
+                    continue
+                self._keep_prefix(requests[i], tokens[i], cache, row, attention)
             if not keep:
                 break
             if len(keep) < len(active):  # finished rows leave the batch and the KV cache
@@ -127,16 +134,30 @@ class HFBackend(GenerationBackend):
             next_pos = next_pos + 1
         return [r for r in results if r is not None]
 
-    def _prefill(self, prompts: list[list[int]]) -> tuple[torch.Tensor, Any, torch.Tensor, torch.Tensor]:
+    def _prefill(
+        self, prompts: list[list[int]]
+    ) -> tuple[torch.Tensor, DynamicCache, torch.Tensor, torch.Tensor]:
         """Last-position logits, KV cache, attention mask and next positions of the prompts.
 
-        Identical prompts (the G samples of one GRPO group) are encoded once and their cache rows copied.
+        Identical prompts (the G samples of one GRPO group) are encoded once and their cache rows
+        copied; a prompt that continues a cached prefix (the next turn of a trajectory) only
+        encodes its new suffix.
         """
         unique: dict[tuple[int, ...], int] = {}
         row_of = [unique.setdefault(tuple(p), len(unique)) for p in prompts]
-        input_ids, attention = left_pad([list(p) for p in unique], self.pad_id, self.device)
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)
-        cache = DynamicCache()
+        hits = [self.prefix_cache.take(ids) for ids in unique]
+        cached = [hit.length if hit is not None else 0 for hit in hits]
+        self.reused_tokens += sum(cached)
+        suffixes = [list(ids[n:]) for ids, n in zip(unique, cached, strict=True)]
+        input_ids, suffix_mask = left_pad(suffixes, self.pad_id, self.device)
+        width = max(cached)
+        prefix_mask = torch.zeros((len(unique), width), dtype=torch.long)
+        for row, n in enumerate(cached):
+            prefix_mask[row, width - n :] = 1
+        attention = torch.cat([prefix_mask.to(self.device), suffix_mask], dim=-1)
+        offsets = torch.tensor(cached, device=self.device).unsqueeze(-1)
+        positions = (suffix_mask.cumsum(-1) - 1).clamp(min=0) + offsets
+        cache = stacked_cache(hits, width) if width else DynamicCache()
         out = self.model(
             input_ids=input_ids,
             attention_mask=attention,
@@ -151,6 +172,20 @@ class HFBackend(GenerationBackend):
             cache.batch_select_indices(index)
             logits, attention, next_pos = logits[index], attention[index], next_pos[index]
         return logits, cache, attention, next_pos
+
+    def _keep_prefix(
+        self, request: GenerationRequest, tokens: list[int], cache: DynamicCache, row: int, attention: Tensor
+    ) -> None:
+        """File a finished row's keys and values under the ids it fed (all but its last sampled token)."""
+        if self.prefix_cache.max_tokens <= 0:
+            return
+        ids = (*request.prompt_ids, *tokens[:-1])
+        prefix = row_prefix(cache, row, attention[row].bool())
+        if prefix.length == len(ids):
+            self.prefix_cache.store(ids, prefix)
+
+    def begin_rollout(self) -> None:
+        self.prefix_cache.clear()
 
 
 def left_pad(

@@ -69,6 +69,7 @@ class RolloutEngine:
         self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
     ) -> list[Trajectory]:
         """All samples of all rows as concurrent tasks; results ordered by row, then sample index."""
+        self.backend.begin_rollout()  # weights may have changed since the last rollout
         async with GenerationScheduler(self.backend, seed=seed) as scheduler:
             tasks = [
                 self._trajectory(row, index, k, scheduler, seed)

@@ -110,3 +110,18 @@ def test_a_shared_live_model_is_seen_with_its_current_weights(tiny_model_dir, ba
         model.model.norm.weight.zero_()  # an in-place update: every logit becomes 0, the distribution uniform
     out = live.generate([GenerationRequest(prompt, 3, [], SamplingParams(seed=0))])[0]
     assert out.logprobs == pytest.approx([-math.log(model.config.vocab_size)] * 3, abs=1e-5)
+
+
+def test_a_next_turn_reuses_the_cached_prefix_and_samples_the_same(tiny_model_dir, backend):
+    fresh = HFBackend(tiny_model_dir, device="cpu", prefix_cache_tokens=0)
+    first = GenerationRequest(prompts(backend)[2], 6, [], GREEDY)
+    turn = backend.generate([first])[0]
+    glue = backend.tokenizer.encode("<|im_end|>\n<|im_start|>user\nok<|im_end|>\n", add_special_tokens=False)
+    second = GenerationRequest(first.prompt_ids + turn.token_ids + glue, 8, [], GREEDY)
+    before = backend.reused_tokens
+    reused = backend.generate([second, GenerationRequest(prompts(backend)[1], 8, [], GREEDY)])
+    assert backend.reused_tokens - before == len(first.prompt_ids) + len(turn.token_ids) - 1
+    plain = fresh.generate([second, GenerationRequest(prompts(backend)[1], 8, [], GREEDY)])
+    assert [o.token_ids for o in reused] == [o.token_ids for o in plain]
+    for a, b in zip(reused, plain, strict=True):
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)

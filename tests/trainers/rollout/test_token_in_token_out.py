@@ -60,6 +60,7 @@ def test_rollout_is_multi_turn_with_tool_and_notice_turns(rollout):
 
 def test_forward_pass_reproduces_sampling_logprobs(rollout):
     backend, trajs = rollout
+    assert backend.reused_tokens > 0  # later turns continued from cached prefixes
     model = backend.model
     for traj in trajs:
         ids = torch.tensor([traj.token_ids])
