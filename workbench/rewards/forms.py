@@ -10,6 +10,13 @@ from workbench.rewards.definitions import component_errors, component_names
 JSON_AREA = {"rows": 2, "class": "code", "spellcheck": "false"}
 
 
+class OptionalJSONField(forms.JSONField):
+    """An optional JSON input that shows empty, not `null`, when it has no value."""
+
+    def prepare_value(self, value):
+        return "" if value is None else super().prepare_value(value)
+
+
 def _component_choices() -> list[tuple[str, str]]:
     return [("", "—")] + [(name, name) for name in component_names()]
 
@@ -21,7 +28,7 @@ class ComponentForm(forms.Form):
     label = forms.CharField(max_length=50, required=False, help_text="Key of the score; needed for repeats.")
     weight = forms.FloatField(initial=1.0, required=False)
     params = forms.JSONField(initial=dict, required=False, widget=forms.Textarea(attrs=JSON_AREA))
-    schedule = forms.JSONField(
+    schedule = OptionalJSONField(
         required=False,
         widget=forms.Textarea(attrs=JSON_AREA),
         help_text='e.g. {"name": "linear", "start": 0, "end": 1, "steps": 100}',
@@ -80,7 +87,7 @@ class SampleForm(TeamScopedFormMixin, forms.Form):
     )
     dataset = DatasetVersionChoice(required=False, label="Or ground truth from dataset")
     row_index = forms.IntegerField(min_value=0, initial=0, required=False, label="Row")
-    tool_results = forms.JSONField(
+    tool_results = OptionalJSONField(
         required=False,
         widget=forms.Textarea(attrs=JSON_AREA),
         help_text='Results of the calls, e.g. [{"name": "calculator", "ok": true, "output": "4"}]',
