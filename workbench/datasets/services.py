@@ -141,6 +141,9 @@ def _message(exc: Exception) -> str:
 def _upload_fail(*, upload: DatasetUpload, report: Report) -> DatasetUpload:
     upload.status, upload.errors = UploadStatus.FAILED, report.messages()
     upload.save(update_fields=["status", "errors"])
+    # An invalid file is of no further use, unless it is an earlier version's file being re-split.
+    if not DatasetVersion.objects.filter(file=upload.file.name).exists():
+        upload.file.storage.delete(upload.file.name)
     if upload.job_id:
         summary = f"{report.error_count} problem{'s' if report.error_count != 1 else ''}; nothing was saved"
         job_fail(job_id=upload.job_id, error="\n".join(upload.errors), message=summary)

@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 
-from workbench.catalog.services import version_diff
+from workbench.catalog.services import catalog_item_soft_delete, version_diff
 from workbench.datasets import selectors, services
 from workbench.datasets.models import Dataset, DatasetRow, DatasetUpload, DatasetVersion, UploadStatus
 from workbench.jobs.models import JobProgress, JobStatus
@@ -56,6 +56,13 @@ def test_malformed_jsonl_reports_line_and_saves_nothing(team, member, upload_fil
     assert _counts() == before
     job = JobProgress.objects.get(pk=upload.job_id)
     assert (job.status, job.message) == (JobStatus.FAILED, "1 problem; nothing was saved")
+
+
+def test_a_failed_upload_leaves_no_file_behind(team, member, upload_file, media_root):
+    upload = _upload(team, member, upload_file, content='{"question": "q"}\n')
+    assert upload.status == UploadStatus.FAILED
+    assert not upload.file.storage.exists(upload.file.name)
+    assert [p for p in media_root.rglob("*") if p.is_file()] == []
 
 
 def test_bad_row_after_thousands_of_good_rows_saves_nothing(team, member, upload_file):
@@ -168,6 +175,14 @@ def test_other_teams_dataset_is_not_found(team, member, outsider, upload_file):
     with pytest.raises(Http404):
         selectors.dataset_get(user=outsider, pk=dataset.pk)
     assert list(selectors.dataset_list(user=outsider, team=None)) == []
+
+
+def test_delete_hides_the_dataset_and_frees_its_name(team, member, upload_file):
+    dataset = _upload(team, member, upload_file).version.item
+    catalog_item_soft_delete(item=dataset, user=member)
+    assert list(selectors.dataset_list(user=member, team=team)) == []
+    again = _upload(team, member, upload_file)
+    assert again.version.item_id != dataset.pk and dataset.versions.get().rows.count() == 10
 
 
 def test_redelivered_task_does_not_store_twice(team, member, upload_file):
