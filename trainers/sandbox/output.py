@@ -48,6 +48,13 @@ class LineReader:
     def __init__(self, fd: int) -> None:
         self.fd, self.buffer = fd, bytearray()
 
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Add what was read elsewhere; return the lines it completed."""
+        self.buffer += chunk
+        *lines, rest = bytes(self.buffer).split(b"\n")
+        self.buffer = bytearray(rest)
+        return lines
+
     def read_line(self, deadline: float) -> bytes:
         """The next line, or b'' when the pipe ends or `deadline` (time.monotonic) passes."""
         while b"\n" not in self.buffer:
@@ -74,7 +81,8 @@ def classify(reports: dict[str, dict], timed_out: bool, cpu_s: float) -> tuple[S
     exit_info = reports.get("exit", {})
     wait_status = int(exit_info.get("exit", 0))
     sig = os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else 0
-    if sig in (signal.SIGXCPU, signal.SIGKILL) and float(exit_info.get("cpu_s", 0)) >= cpu_s:
+    # SIGXCPU is the soft limit itself; SIGKILL past the soft limit is the hard one (soft + 1 s)
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and float(exit_info.get("cpu_s", 0)) >= cpu_s):
         return "timeout", "TimeoutError: CPU time limit exceeded"
     if sig:
         return "killed", f"killed by signal {signal.Signals(sig).name}"

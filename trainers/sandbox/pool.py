@@ -189,29 +189,35 @@ class WorkerPool:
                 data = data[os.write(worker.fds["code"], data) :]
         os.close(worker.fds.pop("code"))
         out, err = Capture(self.limits.max_output_bytes), Capture(self.limits.max_output_bytes)
-        timed_out = self._wait(worker, {worker.fds["out"]: out, worker.fds["err"]: err}, start)
-        elapsed = time.perf_counter() - start
         reports: dict[str, dict] = {}
+        captures = {worker.fds["out"]: out, worker.fds["err"]: err}
+        timed_out = self._wait(worker, captures, reports, start)
+        elapsed = time.perf_counter() - start
+        for fd, capture in captures.items():
+            capture.drain(fd)
         deadline = time.monotonic() + 5.0
-        while "exit" not in reports and (timed_out or "status" not in reports):
+        while "exit" not in reports and "status" not in reports:  # the snippet died: why?
             line = worker.ctl.read_line(deadline)
             if not line:
                 break
-            with contextlib.suppress(ValueError):
-                info = json.loads(line)
-                reports["exit" if "exit" in info else "status"] = info
+            _record(reports, line)
         status, error_line = classify(reports, timed_out, self.limits.cpu_s)
         return SandboxResult(
             status, out.text(), err.text(), error_line, round(elapsed, 6), out.cut or err.cut
         )
 
-    def _wait(self, worker: _Worker, captures: dict[int, Capture], start: float) -> bool:
-        """Capture output until the init exits (then its whole namespace is gone) or the wall clock ends."""
+    def _wait(self, worker: _Worker, captures: dict[int, Capture], reports: dict, start: float) -> bool:
+        """Capture output until the init exits (then its whole namespace is gone) or the wall clock ends.
+
+        When the snippet reports its result (its output is flushed by then) the init is killed at once.
+        If the snippet also saw no other process in its namespace, the call ends there: SIGKILL to a
+        pid-namespace init takes everything in it down and cannot be undone, so waiting for the kernel
+        to finish would only add a scheduler round trip (milliseconds on a loaded machine)."""
         deadline, timed_out = start + self.limits.wall_s, False
+        ctl = worker.fds["ctl"]
         with selectors.DefaultSelector() as sel:
-            for fd in captures:
+            for fd in (*captures, ctl, worker.pidfd):
                 sel.register(fd, selectors.EVENT_READ)
-            sel.register(worker.pidfd, selectors.EVENT_READ)
             while True:
                 remaining = deadline - time.perf_counter()
                 if remaining <= 0 and not timed_out:
@@ -222,13 +228,18 @@ class WorkerPool:
                     break
                 for key, _ in events:
                     chunk = os.read(key.fd, 65536)
-                    if chunk:
-                        captures[key.fd].feed(chunk)
-                    else:
+                    if not chunk:
                         sel.unregister(key.fd)
-        for fd, capture in captures.items():
-            capture.drain(fd)
-        return timed_out
+                    elif key.fd == ctl:
+                        for line in worker.ctl.feed(chunk):
+                            _record(reports, line)
+                        if "status" in reports:
+                            worker.kill()  # the snippet is done: end its namespace now
+                            if reports["status"].get("alone") is True:
+                                return False  # nothing else ran there; the kill is already irrevocable
+                    else:
+                        captures[key.fd].feed(chunk)
+        return timed_out and "status" not in reports
 
     def close(self) -> None:
         self._closed = True
@@ -247,3 +258,12 @@ class WorkerPool:
         except subprocess.TimeoutExpired:
             self._zygote.kill()
             self._zygote.wait()
+
+
+def _record(reports: dict[str, dict], line: bytes) -> None:
+    """Keep the snippet's first result line and the init's exit line; ignore anything else."""
+    with contextlib.suppress(ValueError, AttributeError, TypeError):
+        info = json.loads(line)
+        key = "exit" if "exit" in info else "status" if "status" in info else None
+        if key is not None:
+            reports.setdefault(key, info)

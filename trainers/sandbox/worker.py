@@ -1,10 +1,11 @@
 """Sandbox processes: `python -I worker.py CONFIG_JSON SOCKET_FD` starts the zygote of one pool.
 
 zygote (root, long-lived, only forks) -> launcher (one per call: unshares mount/pid/net/ipc/uts
-namespaces, forks the init, reaps it) -> init (pid 1 of the new pid namespace: hides the host's
-private and writable paths, mounts a fresh tmpfs scratch dir, drops to an unprivileged uid, applies
-rlimits, reports ready, runs one snippet, exits). When the init exits the kernel kills every process
-left in its namespace, setsid ones included. The pool talks to the init directly over pipes whose
+namespaces, forks the init, reaps it) -> init (pid 1 of the new pid namespace, root: hides the host's
+private and writable paths, mounts a fresh tmpfs scratch dir, forks the snippet's process and reports
+how it ended) -> snippet process (pid 2: drops to an unprivileged uid, applies rlimits, reports ready,
+runs one snippet, exits). When the init exits the kernel kills every process left in its namespace,
+setsid ones included. The pool talks to the init directly over pipes whose
 ends the zygote passes it, so a call costs one round trip. Stdlib only: nothing from the project.
 """
 
@@ -161,31 +162,52 @@ def _run_snippet(code: str) -> dict:
 
 
 def _init_main(config: dict, fds: dict[str, int], namespaces: bool) -> None:
-    """pid 1 of the sandbox namespace: isolate, report ready, run one snippet, exit."""
+    """pid 1 of the sandbox namespace (stays root): isolate, fork the snippet's process, reap, report.
+
+    The snippet runs as pid 2 under another uid, so it can signal neither its init nor the host."""
     iso = {"namespaces": namespaces, "filesystem": False, "proc": False, "uid_dropped": False}
-    root = os.geteuid() == 0
-    uid = config["uid"]
     if namespaces:
-        iso.update(_isolate_filesystem(config, uid))
+        iso.update(_isolate_filesystem(config, config["uid"]))
         os.chdir(config["scratch"])
     else:
-        os.chdir(_private_dir(config, uid if root else None))
-    os.setsid()  # killpg(0) from the snippet reaches only the sandbox
-    if root:
-        _drop_privileges(uid)
-        iso["uid_dropped"] = True
-    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # setuid binaries cannot regain root
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # cleared by the uid change, so set after it
-    os.environ.clear()
-    os.environ.update(sandbox_env(config))
-    _block_sockets()
-    _apply_rlimits(config)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(fds["out"], 1)
-    os.dup2(fds["err"], 2)
-    for fd in {null, fds["out"], fds["err"]}:
-        os.close(fd)
+        os.chdir(_private_dir(config, config["uid"] if os.geteuid() == 0 else None))
+    os.setsid()  # killpg(0) from the snippet reaches only the sandbox (and not its root-owned init)
+    child = os.fork()
+    if child == 0:
+        _snippet_main(config, fds, iso)
+    for name in ("out", "err", "code"):
+        os.close(fds[name])
+    while True:  # reap orphans the snippet leaves, until the snippet's own process ends
+        pid, status, usage = os.wait4(-1, 0)
+        if pid == child:
+            break
+    report = {"exit": status, "cpu_s": usage.ru_utime + usage.ru_stime}
+    with contextlib.suppress(BrokenPipeError):
+        os.write(fds["ctl"], (json.dumps(report) + "\n").encode())
+    os._exit(0)  # the kernel now kills everything left in the namespace
+
+
+def _snippet_main(config: dict, fds: dict[str, int], iso: dict) -> None:
+    """The snippet's process: drop to the sandbox uid, apply limits, report ready, run once, exit."""
+    try:
+        if os.geteuid() == 0:
+            _drop_privileges(config["uid"])
+            iso["uid_dropped"] = True
+        _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # setuid binaries cannot regain root
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # cleared by the uid change, so set after it
+        os.environ.clear()
+        os.environ.update(sandbox_env(config))
+        _block_sockets()
+        _apply_rlimits(config)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(fds["out"], 1)
+        os.dup2(fds["err"], 2)
+        for fd in {null, fds["out"], fds["err"]}:
+            os.close(fd)
+    except BaseException as exc:
+        os.write(fds["ctl"], (json.dumps({"ready": False, "error": repr(exc)}) + "\n").encode())
+        os._exit(1)
     os.write(fds["ctl"], (json.dumps({"ready": True, "isolation": iso}) + "\n").encode())
     code = _read_all(fds["code"]).decode("utf-8", "replace")
     os.close(fds["code"])
@@ -193,10 +215,20 @@ def _init_main(config: dict, fds: dict[str, int], namespaces: bool) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    # alone: nothing but the init and this process is left, so the pool need not wait for the teardown
+    result["alone"] = iso["proc"] and _alone()
     try:
         os.write(fds["ctl"], (json.dumps(result) + "\n").encode())
     finally:
         os._exit(0)
+
+
+def _alone() -> bool:
+    """True when this pid namespace holds only its init and this process (our own /proc is mounted)."""
+    try:
+        return {e for e in os.listdir("/proc") if e.isdigit()} <= {"1", str(os.getpid())}
+    except OSError:
+        return False
 
 
 def _private_dir(config: dict, uid: int | None) -> str:
@@ -229,7 +261,7 @@ def _kill_leftovers(pgid: int, uid: int) -> None:
 
 
 def _launcher_main(config: dict, fds: dict[str, int]) -> None:
-    """Make the namespaces, fork the init, report its host pid, reap it and report how it ended.
+    """Make the namespaces, fork the init, report its host pid to the pool, and reap the init.
 
     If the zygote dies (the pool's process is gone) the launcher kills the init before going."""
     namespaces = _unshare(config["network"])
@@ -246,12 +278,10 @@ def _launcher_main(config: dict, fds: dict[str, int]) -> None:
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     with contextlib.suppress(BrokenPipeError):  # the pool stops listening once it has the result
         os.write(fds["ctl"], (json.dumps({"pid": pid, "namespaces": namespaces}) + "\n").encode())
-    _, status, usage = os.wait4(pid, 0)
+    os.close(fds["ctl"])
+    os.waitpid(pid, 0)
     if not namespaces:
         _kill_leftovers(pid, config["uid"])
-    cpu = usage.ru_utime + usage.ru_stime
-    with contextlib.suppress(BrokenPipeError):
-        os.write(fds["ctl"], (json.dumps({"exit": status, "cpu_s": cpu}) + "\n").encode())
     os._exit(0)
 
 

@@ -144,9 +144,10 @@ os.kill(-1, signal.SIGKILL)
     assert pool.run("print('next call ok')").stdout == "next call ok\n"
 
 
-def test_killing_pid_one_only_hits_the_sandbox_init(pool: WorkerPool) -> None:
-    result = pool.run("import os, signal\nos.kill(1, signal.SIGKILL)\nprint('survived', os.getpid())")
-    assert result.stdout == "survived 1\n"  # pid 1 is the sandbox's own init, which ignores it
+def test_killing_pid_one_fails(pool: WorkerPool) -> None:
+    result = pool.run("import os, signal\nprint(os.getpid())\nos.kill(1, signal.SIGKILL)")
+    assert result.stdout == "2\n"  # the snippet is pid 2; pid 1 is its root-owned init
+    assert result.error_line == "PermissionError: [Errno 1] Operation not permitted"
 
 
 def test_environment_holds_no_host_secrets(pool: WorkerPool, monkeypatch: pytest.MonkeyPatch) -> None:
