@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -27,7 +28,7 @@ _ENV = _environment()
 def render_template_source(source: str, context: dict[str, Any]) -> str:
     """Render `source` with `context` in an immutable sandbox (no attribute or mutation escapes)."""
     try:
-        template = _ENV.from_string(source)
+        template = _compile(source)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateRenderError(f"template syntax error on line {exc.lineno}: {exc.message}") from exc
     try:
@@ -38,6 +39,12 @@ def render_template_source(source: str, context: dict[str, Any]) -> str:
         line = _render_line(exc)
         where = f" on line {line}" if line else ""
         raise TemplateRenderError(f"template error{where}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=64)
+def _compile(source: str) -> jinja2.Template:
+    """Compiled once per source: every trajectory of a rollout renders the same prompt template."""
+    return _ENV.from_string(source)
 
 
 def _render_line(exc: BaseException) -> int | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -65,12 +67,11 @@ class Tool(ABC):
     @hybridmethod
     def validation_error(cls, arguments: Any) -> str | None:
         """The JSON Schema validator's message for bad arguments, or None when they are valid."""
-        try:
-            jsonschema.validate(arguments, cls.parameters)
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path)
-            return f"invalid arguments for {cls.name}{' at ' + where if where else ''}: {exc.message}"
-        return None
+        exc = jsonschema.exceptions.best_match(_validator(json.dumps(cls.parameters)).iter_errors(arguments))
+        if exc is None:
+            return None
+        where = "/".join(str(p) for p in exc.absolute_path)
+        return f"invalid arguments for {cls.name}{' at ' + where if where else ''}: {exc.message}"
 
     async def close(self) -> None:
         """Release what the tool holds (clients, environments); called once when its trajectory ends."""
@@ -92,6 +93,16 @@ class Tool(ABC):
         latency = time.perf_counter() - start
         observation = out.output if out.ok else (out.error or "error")
         return ToolResult(self.name, out.ok, observation, out.error, latency)
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    """A checked validator per schema, built once: `jsonschema.validate` re-checks the schema every call,
+    which cost more than most tool calls in a 64-trajectory rollout."""
+    schema = json.loads(schema_json)
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    return validator_class(schema)
 
 
 TOOLS: Registry[type[Tool]] = Registry("tool")
