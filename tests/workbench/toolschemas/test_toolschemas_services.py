@@ -1,3 +1,8 @@
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
@@ -104,3 +109,49 @@ def test_try_runs_python_in_the_sandbox(team, member):
     assert (ok.ok, ok.output.strip()) == (True, "42")
     failed = services.tool_schema_try(version=version, arguments_text='{"code": "1/0"}')
     assert not failed.ok and failed.error.strip().endswith("ZeroDivisionError: division by zero")
+
+
+class _Echo(BaseHTTPRequestHandler):
+    """A team's endpoint: echoes the arguments doubled, or answers slowly for /slow."""
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path == "/slow":
+            time.sleep(1.0)  # the caller has given up by now: nothing to answer
+            return
+        payload = json.dumps({"doubled": body["n"] * 2}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def endpoint():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _http(url: str, timeout_s: float) -> ToolSchemaContent:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    return ToolSchemaContent("doubler", "Doubles n.", schema, "http", url=url, timeout_s=timeout_s)
+
+
+def test_try_calls_an_http_endpoint(team, member, endpoint):
+    version = services.tool_schema_create(team=team, user=member, name="d", content=_http(endpoint + "/", 5))
+    result = services.tool_schema_try(version=version, arguments_text='{"n": 21}')
+    assert (result.ok, result.output) == (True, '{"doubled": 42}')
+
+
+def test_try_reports_an_http_timeout(team, member, endpoint):
+    content = _http(endpoint + "/slow", 0.2)
+    version = services.tool_schema_create(team=team, user=member, name="d", content=content)
+    result = services.tool_schema_try(version=version, arguments_text='{"n": 1}')
+    assert (result.ok, result.error) == (False, "doubler timed out after 0.2s")
