@@ -139,7 +139,10 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6 * 3600}
+    # How long an unacknowledged task (a worker that died mid-run) waits before Redis hands it out again.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": float(os.environ.get("CELERY_VISIBILITY_TIMEOUT", str(6 * 3600)))
+    }
     # Lets concurrent test sessions share one Redis without taking each other's tasks.
     if os.environ.get("REDIS_KEY_PREFIX"):
         CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = os.environ["REDIS_KEY_PREFIX"]

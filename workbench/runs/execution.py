@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import threading
 import time
 import traceback
 from collections import deque
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from trainers.config import RunConfig, validate_config
@@ -26,6 +28,37 @@ from .sink import DatabaseSink
 
 logger = logging.getLogger(__name__)
 LOG_TAIL_LINES = 200
+# A running run whose heartbeat is younger than this belongs to a live worker: a second delivery of its
+# task (a broker redelivering an unacknowledged message) waits instead of training it twice.
+LEASE_S = float(os.environ.get("RUNS_LEASE_S", "30"))
+HEARTBEAT_S = LEASE_S / 5
+
+
+class RunBusy(Exception):
+    """Another live worker holds this run; retry the delivery after the lease."""
+
+
+class Heartbeat(threading.Thread):
+    """Stamps the run's heartbeat while it trains, also through long steps that log nothing."""
+
+    def __init__(self, run_id: int, interval: float = HEARTBEAT_S) -> None:
+        super().__init__(name=f"run-{run_id}-heartbeat", daemon=True)
+        self.run_id, self.interval = run_id, interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(self.interval):
+                self.beat()
+        finally:
+            connection.close()  # this thread's own connection
+
+    def beat(self) -> None:
+        """Skip a beat rather than wait when a service holds the row (the next beat is soon)."""
+        with transaction.atomic():
+            rows = Run.objects.select_for_update(skip_locked=True).filter(pk=self.run_id)
+            if rows.values_list("pk", flat=True):
+                rows.update(heartbeat_at=timezone.now())
 
 
 class LogTail(logging.Handler):
@@ -78,13 +111,17 @@ def run_claim(*, run_id: int, worker: str) -> Run | None:
     run = Run.objects.select_for_update().filter(pk=run_id).first()
     if run is None or run.is_finished:
         return None
+    alive = run.heartbeat_at is not None and (timezone.now() - run.heartbeat_at).total_seconds() < LEASE_S
+    if run.status == RunStatus.RUNNING and alive:
+        raise RunBusy(f"run {run_id} is held by {run.worker}")
     if run.cancel_requested:
         run.status, run.finished_at = RunStatus.CANCELLED, timezone.now()
         run.save(update_fields=["status", "finished_at"])
         return None
     run.status, run.worker, run.attempts = RunStatus.RUNNING, worker, run.attempts + 1
     run.started_at = run.started_at or timezone.now()
-    run.save(update_fields=["status", "worker", "attempts", "started_at"])
+    run.heartbeat_at = timezone.now()
+    run.save(update_fields=["status", "worker", "attempts", "started_at", "heartbeat_at"])
     return run
 
 
@@ -145,11 +182,14 @@ def run_execute(
     if run is None:
         return None
     tail, should_stop = LogTail(), CancelPoller(run.pk, interval=poll_interval)
-    sink = DatabaseSink(run.pk)
+    sink, heartbeat = DatabaseSink(run.pk), Heartbeat(run.pk)
+    heartbeat.start()
     try:
         with tail.capture():
             logger.info("run %s: attempt %s on %s", run.pk, run.attempts, worker)
-            train(execution_config(run), sink=sink, should_stop=should_stop, resume_from=resume_point(run))
+            result = train(
+                execution_config(run), sink=sink, should_stop=should_stop, resume_from=resume_point(run)
+            )
             sink.close()
     except Exception as exc:
         logger.exception("run %s failed", run_id)
@@ -157,7 +197,12 @@ def run_execute(
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         run_finish(run_id=run_id, status=RunStatus.FAILED, error=error, log_tail=_tail(tail, exc))
         return RunStatus.FAILED
-    status = RunStatus.CANCELLED if should_stop.cancelled else RunStatus.SUCCEEDED
+    finally:
+        heartbeat.stopped.set()
+        heartbeat.join()
+    # The loop also stops itself on an echo-trap alert when the run was configured so.
+    stopped = should_stop.cancelled or bool(getattr(result, "stopped", False))
+    status = RunStatus.CANCELLED if stopped else RunStatus.SUCCEEDED
     run_alerts_detect(run=run)
     run_finish(run_id=run_id, status=status, log_tail=tail.text())
     return status

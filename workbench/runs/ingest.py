@@ -56,6 +56,17 @@ def metrics_ingest(*, run_id: int, points: Iterable[MetricTriple]) -> int:
     return len(values)
 
 
+def _without_nul(value: Any) -> Any:
+    """PostgreSQL text and jsonb cannot hold NUL, which sampled model text may contain: show U+FFFD."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
+
+
 def _correct(traj: Trajectory) -> bool | None:
     """Whether the answer was right: the trainer's own verdict, else the correctness reward's sign."""
     verdict = traj.metadata.get("correct")
@@ -71,8 +82,8 @@ def trajectory_record(*, run_id: int, step: int, traj: Trajectory) -> Trajectory
     return TrajectoryRecord(
         run_id=run_id,
         step=step,
-        key=f"{traj.group_id}/{traj.sample_index}",
-        group_id=traj.group_id[:160],
+        key=_without_nul(f"{traj.group_id}/{traj.sample_index}"),
+        group_id=_without_nul(traj.group_id[:160]),
         sample_index=traj.sample_index,
         reward=float(traj.reward) if math.isfinite(traj.reward) else 0.0,
         advantage=traj.advantage,
@@ -81,9 +92,9 @@ def trajectory_record(*, run_id: int, step: int, traj: Trajectory) -> Trajectory
         num_tool_calls=traj.num_tool_calls,
         num_failed_calls=traj.num_failed_calls,
         length=len(traj.response_token_ids),
-        tool_counts=traj.tool_calls_by_name(),
-        final_answer=(traj.final_answer or "")[:300],
-        data=traj.to_dict(),
+        tool_counts=_without_nul(traj.tool_calls_by_name()),
+        final_answer=_without_nul((traj.final_answer or "")[:300]),
+        data=_without_nul(traj.to_dict()),
     )
 
 

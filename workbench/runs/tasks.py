@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 
-from .execution import run_execute
+from .execution import LEASE_S, RunBusy, run_execute
+
+
+def train_with_trainers(config, *, sink, should_stop, resume_from: str | None = None) -> Any:
+    """The trainers library's loop for one delivery; torch is imported on the worker only here."""
+    from trainers.training.build import build_trainer
+
+    trainer = build_trainer(config, sink=sink, should_stop=should_stop)
+    if resume_from is not None:
+        trainer.resume(resume_from)
+    return trainer.train()
 
 
 # acks_late + reject_on_worker_lost: a worker killed mid-run gives the message back, and the next
 # delivery resumes from the run's last checkpoint.
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, name="workbench.runs.tasks.train_run")
 def train_run(self, run_id: int) -> str | None:
-    from trainers.training.loop import train  # torch is imported on the worker only when a run starts
-
-    return run_execute(run_id=run_id, worker=self.request.hostname or "", train=train)
+    try:
+        return run_execute(run_id=run_id, worker=self.request.hostname or "", train=train_with_trainers)
+    except RunBusy as exc:  # a duplicate delivery while the holder is alive: look again after the lease
+        raise self.retry(exc=exc, countdown=LEASE_S, max_retries=None) from exc

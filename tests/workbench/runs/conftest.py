@@ -1,30 +1,35 @@
 """Fixtures for the runs app: runs owned by `team` (member) and `other_team` (outsider), trajectories.
 
-team, other_team, member and outsider come from tests/workbench/conftest.py.
+team, other_team, member and outsider come from tests/workbench/conftest.py, which also sets Django up
+(after this module is imported, so models are imported inside the fixtures).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from trainers.config import RunConfig
 from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
-from workbench.runs.models import Run
 
 
 @pytest.fixture
 def snapshot():
     """A valid config snapshot: the trainers defaults, as run_create stores them."""
+    from trainers.config import RunConfig
+
     return RunConfig().model_dump(mode="json")
 
 
 @pytest.fixture
 def run(team, member, snapshot):
+    from workbench.runs.models import Run
+
     return Run.objects.create(team=team, created_by=member, name="demo", config=snapshot)
 
 
 @pytest.fixture
 def other_run(other_team, outsider):
+    from workbench.runs.models import Run
+
     return Run.objects.create(team=other_team, created_by=outsider, name="theirs", config={})
 
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from pathlib import Path
 
-from workbench.runs.execution import run_execute
+import pytest
+from django.utils import timezone
+
+from workbench.runs.execution import LEASE_S, RunBusy, run_execute
 from workbench.runs.ingest import checkpoint_record
 from workbench.runs.models import MetricPoint, Run, RunStatus
 
@@ -74,3 +78,17 @@ def test_redelivery_resumes_from_the_last_checkpoint(run, tmp_path):
     run_execute(run_id=run.pk, worker="w2", train=scripted(seen=seen))
     run.refresh_from_db()
     assert (seen["resume_from"], run.attempts) == (str(tmp_path / "step_5"), 2)
+
+
+def test_a_second_delivery_waits_while_the_holder_is_alive(run):
+    run.status, run.heartbeat_at, run.worker = RunStatus.RUNNING, timezone.now(), "w1"
+    run.save()
+    with pytest.raises(RunBusy):
+        run_execute(run_id=run.pk, worker="w2", train=scripted())
+
+
+def test_a_stale_holder_is_taken_over(run):
+    run.status, run.worker, run.attempts = RunStatus.RUNNING, "w1", 1
+    run.heartbeat_at = timezone.now() - timedelta(seconds=LEASE_S + 1)
+    run.save()
+    assert run_execute(run_id=run.pk, worker="w2", train=scripted()) == RunStatus.SUCCEEDED

@@ -68,3 +68,9 @@ def test_alerts_are_idempotent_by_step_and_rule(run):
     assert (stored.step, stored.rule, stored.evidence, stored.severity) == (
         30, "reward_std_collapse", {"ratio": 0.12}, "critical"
     )  # fmt: skip
+
+
+def test_nul_characters_in_model_text_are_stored_as_replacement(run, make_trajectory):
+    trajectories_ingest(run_id=run.id, batches={1: [make_trajectory("g0", 0, text="a\x00b")]})
+    rec = TrajectoryRecord.objects.get(run=run)
+    assert (rec.final_answer, rec.data["turns"][3]["text"]) == ("a\ufffdb", "a\ufffdb")
