@@ -45,6 +45,7 @@ class RolloutEngine:
         sampling: SamplingParams | None = None,
         *,
         prompt_source: str | None = None,
+        max_concurrent: int = 512,
     ) -> None:
         self.backend = backend
         self.tokenizer = backend.tokenizer
@@ -57,6 +58,7 @@ class RolloutEngine:
         self.limits = limits or RolloutLimits()
         self.sampling = sampling or SamplingParams()
         self.prompt_source = prompt_source
+        self.max_concurrent = max_concurrent  # live trajectories at once; bounds memory on big datasets
         self.last_stats = None
 
     def run(
@@ -70,9 +72,10 @@ class RolloutEngine:
     ) -> list[Trajectory]:
         """All samples of all rows as concurrent tasks; results ordered by row, then sample index."""
         self.backend.begin_rollout()  # weights may have changed since the last rollout
+        gate = asyncio.Semaphore(self.max_concurrent)
         async with GenerationScheduler(self.backend, seed=seed) as scheduler:
             tasks = [
-                self._trajectory(row, index, k, scheduler, seed)
+                self._trajectory(row, index, k, scheduler, seed, gate)
                 for index, row in enumerate(rows)
                 for k in range(samples_per_prompt)
             ]
@@ -81,18 +84,25 @@ class RolloutEngine:
         return list(trajectories)
 
     async def _trajectory(
-        self, row: dict, index: int, k: int, scheduler: GenerationScheduler, seed: int | None
+        self,
+        row: dict,
+        index: int,
+        k: int,
+        scheduler: GenerationScheduler,
+        seed: int | None,
+        gate: asyncio.Semaphore,
     ) -> Trajectory:
         group_id = str(row.get("id", index))
         # every sample of a row starts from the same environment state (a RAGEN/GiGPO group)
         env_seed = zlib.crc32(f"{seed}:{group_id}".encode())
-        toolset = Toolset.build(self.tool_bindings, initial_state=row.get("initial_state"), seed=env_seed)
-        scheduler.joined()
-        try:
-            return await self._rollout(row, group_id, k, toolset, scheduler)
-        finally:
-            scheduler.left()
-            await toolset.close()
+        async with gate:
+            toolset = Toolset.build(self.tool_bindings, initial_state=row.get("initial_state"), seed=env_seed)
+            scheduler.joined()
+            try:
+                return await self._rollout(row, group_id, k, toolset, scheduler)
+            finally:
+                scheduler.left()
+                await toolset.close()
 
     async def _rollout(
         self, row: dict, group_id: str, k: int, toolset: Toolset, scheduler: GenerationScheduler

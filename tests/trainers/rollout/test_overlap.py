@@ -47,3 +47,10 @@ def test_calls_of_one_turn_run_concurrently_in_call_order(scripted):
     assert time.perf_counter() - start < 0.75  # sequential calls would take 0.9 s
     assert [r.output for r in traj.tool_results] == ["echo a", "echo b", "echo c"]
     assert all(r.latency_s >= 0.3 for r in traj.tool_results)
+
+
+def test_max_concurrent_bounds_live_trajectories(scripted):
+    backend = scripted(calls_then_answer(1, 0.0))
+    engine = RolloutEngine(backend, "qwen_tool", ["test_sleep"], RolloutLimits(), max_concurrent=3)
+    trajs = engine.run([{"id": str(i), "question": "q"} for i in range(7)])
+    assert len(trajs) == 7 and max(backend.batch_sizes) == 3
