@@ -169,6 +169,7 @@ class TrajectoryRecord(models.Model):
             models.Index(fields=["run", "length", "id"], name="runs_traj_run_length"),
             models.Index(fields=["run", "num_turns", "id"], name="runs_traj_run_turns"),
             models.Index(fields=["run", "num_tool_calls", "id"], name="runs_traj_run_tool_calls"),
+            models.Index(fields=["run", "group_id", "step"], name="runs_traj_run_group_step"),
         ]
 
 

@@ -152,3 +152,18 @@ def runs_for_compare(*, user, ids: str = "", tag: str = "", limit: int = 12) -> 
     if tag:
         q = (q | Q(tags__name=tag)) if wanted else Q(tags__name=tag)
     return list(qs.filter(q).distinct().order_by("created_at")[:limit])
+
+
+def trajectories_same_prompt(*, runs: list[Run], group_id: str) -> list[tuple[Run, list[TrajectoryRecord]]]:
+    """Per run, the samples of one dataset row (group ids are row ids) at the latest step it was drawn."""
+    out = []
+    for run in runs:
+        latest = (
+            TrajectoryRecord.objects.filter(run=run, group_id=group_id)
+            .order_by("-step")
+            .values_list("step", flat=True)
+            .first()
+        )
+        records = trajectory_group(run=run, step=latest, group_id=group_id) if latest is not None else []
+        out.append((run, records))
+    return out

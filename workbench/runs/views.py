@@ -161,6 +161,10 @@ def run_compare(request):
         "diff": config_diff([run.config for run in runs]),
         "summary": compare_summary(runs),
         "run_ids": ",".join(str(run.pk) for run in runs),
+        "group": request.GET.get("group", ""),
+        "same_prompt": selectors.trajectories_same_prompt(runs=runs, group_id=request.GET["group"])
+        if request.GET.get("group")
+        else [],
     }
     return render(request, "runs/compare.html", context)
 

@@ -123,3 +123,12 @@ def test_cancel_from_the_page(client_for, member, run):
     client_for(member).post(reverse("runs:cancel", args=[run.pk]))
     run.refresh_from_db()
     assert run.status == "cancelled"
+
+
+def test_compare_shows_the_same_prompt_across_runs(client_for, member, run, team, snapshot, make_trajectory):
+    other = Run.objects.create(team=team, created_by=member, name="other", config=snapshot)
+    trajectories_ingest(run_id=run.pk, batches={3: [make_trajectory("row7", 0, text="first run says 12")]})
+    trajectories_ingest(run_id=other.pk, batches={9: [make_trajectory("row7", 0, text="second run says 13")]})
+    url = reverse("runs:compare") + f"?runs={run.pk},{other.pk}&group=row7"
+    body = client_for(member).get(url).content.decode()
+    assert "first run says 12" in body and "second run says 13" in body
