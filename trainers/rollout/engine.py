@@ -16,7 +16,7 @@ from trainers.backends.base import GenerationBackend, GenerationRequest
 from trainers.backends.sampling import SamplingParams
 from trainers.rollout.limits import TOOL_LIMIT_NOTICE, RolloutLimits
 from trainers.rollout.observations import observation
-from trainers.rollout.scheduler import GenerationScheduler
+from trainers.rollout.scheduler import GenerationScheduler, SchedulerStats
 from trainers.templates import TEMPLATES, ChatTemplate
 from trainers.tools.toolset import ToolBinding, Toolset
 from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
@@ -59,7 +59,7 @@ class RolloutEngine:
         self.sampling = sampling or SamplingParams()
         self.prompt_source = prompt_source
         self.max_concurrent = max_concurrent  # live trajectories at once; bounds memory on big datasets
-        self.last_stats = None
+        self.last_stats: SchedulerStats | None = None  # batches and generation time of the last run
 
     def run(
         self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
