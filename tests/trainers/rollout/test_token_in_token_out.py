@@ -97,3 +97,13 @@ def test_masks_are_zero_exactly_on_tool_and_glue_tokens(rollout):
             if turn.role != "assistant":
                 assert turn.token_ids == backend.tokenizer.encode(turn.text, add_special_tokens=False)
         assert traj.num_policy_tokens == sum(len(t.token_ids) for t in traj.assistant_turns)
+
+
+def test_the_same_seed_gives_the_same_trajectories(rollout):
+    backend, trajs = rollout
+    limits = RolloutLimits(max_tool_calls=2, max_turns=3, max_new_tokens_per_turn=12, max_total_new_tokens=64)
+    engine = RolloutEngine(backend, AlwaysCallsTemplate(), ["test_sleep"], limits, SamplingParams())
+    rows = [{"id": "a", "question": "What is 3 + 4?"}, {"id": "b", "question": "Echo hi, twice please."}]
+    again = engine.run(rows, samples_per_prompt=2, seed=7)
+    assert [t.token_ids for t in again] == [t.token_ids for t in trajs]
+    assert trajs[0].response_token_ids != trajs[1].response_token_ids  # samples of a group differ
