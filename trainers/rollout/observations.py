@@ -36,4 +36,5 @@ def observation(result: ToolResult, limits: RolloutLimits) -> ToolResult:
     if not result.ok:
         message = result.error or result.output
         text = last_error_line(message) if limits.tool_error_style == "last_line" else message
-    return replace(result, output=truncate_middle(text, limits.max_tool_response_chars))
+    # print() output ends in a newline; the templates add their own around the observation
+    return replace(result, output=truncate_middle(text.rstrip("\n"), limits.max_tool_response_chars))
