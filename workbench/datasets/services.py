@@ -132,6 +132,16 @@ def dataset_upload_process(*, upload_id: int) -> DatasetUpload:
     return upload
 
 
+def dataset_upload_abort(*, upload_id: int, error: str) -> None:
+    """Record an unexpected failure (a bug, a lost database) so the page stops waiting; nothing was stored."""
+    DatasetUpload.objects.filter(pk=upload_id).exclude(status=UploadStatus.DONE).update(
+        status=UploadStatus.FAILED, errors=[f"internal error: {error}"]
+    )
+    job_id = DatasetUpload.objects.filter(pk=upload_id).values_list("job_id", flat=True).first()
+    if job_id:
+        job_fail(job_id=job_id, error=error, message="Internal error; nothing was saved")
+
+
 def _message(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         return "; ".join(exc.messages)

@@ -2,11 +2,18 @@
 
 from celery import shared_task
 
-from workbench.datasets.services import dataset_upload_process
+from workbench.datasets.services import dataset_upload_abort, dataset_upload_process
 
 
 @shared_task(acks_late=True)
 def dataset_upload_process_task(*, job_id: str, upload_id: int) -> str:
-    """Validate an upload, compute its statistics and store its rows (progress in JobProgress job_id)."""
+    """Validate an upload, compute its statistics and store its rows (progress in JobProgress job_id).
+
+    A worker killed mid-task leaves the upload running and the message unacknowledged, so another
+    worker redoes it from the start (the store transaction was rolled back)."""
     del job_id  # the upload knows its job; the id is passed so every task has the same signature
-    return dataset_upload_process(upload_id=upload_id).status
+    try:
+        return dataset_upload_process(upload_id=upload_id).status
+    except Exception as exc:
+        dataset_upload_abort(upload_id=upload_id, error=f"{type(exc).__name__}: {exc}")
+        raise

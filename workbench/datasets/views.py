@@ -1,6 +1,7 @@
 """Dataset pages: list, detail with preview and statistics, upload (create / new version), upload progress."""
 
 from django.core.exceptions import ValidationError
+from django.http import Http404
 from django.shortcuts import redirect, render
 
 from workbench.accounts.access import role_at_least, team_role_required
@@ -51,6 +52,8 @@ def dataset_create(request):
 
 def dataset_edit(request, pk: int):
     dataset = selectors.dataset_get(user=request.user, pk=pk, min_role=Role.MEMBER)
+    if dataset.is_deleted:  # a deleted item gets no new versions
+        raise Http404
     latest = dataset.latest_version()
     initial = {
         "description": latest.description,

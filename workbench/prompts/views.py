@@ -1,6 +1,7 @@
 """Prompt template pages: list, detail and form with a live htmx preview, create (from presets), edit."""
 
 from django.core.exceptions import ValidationError
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -56,6 +57,8 @@ def prompt_template_create(request):
 
 def prompt_template_edit(request, pk: int):
     item = selectors.prompt_template_get(user=request.user, pk=pk, min_role=Role.MEMBER)
+    if item.is_deleted:  # a deleted item gets no new versions
+        raise Http404
     latest = item.latest_version()
     initial = {"family": latest.family, "source": latest.source, "description": latest.description}
     form = PromptTemplateForm(request.POST or None, initial=initial)

@@ -1,6 +1,7 @@
 """Reward definition pages: list, detail with "test on a sample", create and edit (a component formset)."""
 
 from django.core.exceptions import ValidationError
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -57,6 +58,8 @@ def reward_definition_create(request):
 
 def reward_definition_edit(request, pk: int):
     item = selectors.reward_definition_get(user=request.user, pk=pk, min_role=Role.MEMBER)
+    if item.is_deleted:  # a deleted item gets no new versions
+        raise Http404
     latest = item.latest_version()
     form = RewardDefinitionForm(request.POST or None, initial={"description": latest.description})
     initial = [{**c, "params": c.get("params") or {}} for c in latest.components]

@@ -3,6 +3,7 @@
 import json
 
 from django.core.exceptions import ValidationError
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -72,6 +73,8 @@ def tool_schema_create(request):
 
 def tool_schema_edit(request, pk: int):
     item = selectors.tool_schema_get(user=request.user, pk=pk, min_role=Role.MEMBER)
+    if item.is_deleted:  # a deleted item gets no new versions
+        raise Http404
     latest = item.latest_version()
     initial = {
         "function_name": latest.function_name,

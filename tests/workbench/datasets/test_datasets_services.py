@@ -9,6 +9,7 @@ from django.http import Http404
 from workbench.catalog.services import catalog_item_soft_delete, version_diff
 from workbench.datasets import selectors, services
 from workbench.datasets.models import Dataset, DatasetRow, DatasetUpload, DatasetVersion, UploadStatus
+from workbench.datasets.tasks import dataset_upload_process_task
 from workbench.jobs.models import JobProgress, JobStatus
 
 
@@ -183,6 +184,19 @@ def test_delete_hides_the_dataset_and_frees_its_name(team, member, upload_file):
     assert list(selectors.dataset_list(user=member, team=team)) == []
     again = _upload(team, member, upload_file)
     assert again.version.item_id != dataset.pk and dataset.versions.get().rows.count() == 10
+
+
+def test_an_unexpected_error_marks_the_upload_failed(team, member, upload_file):
+    file = upload_file("d.jsonl", _jsonl(_rows(2)))
+    upload = services.dataset_upload_create(team=team, user=member, name="d", file=file)
+    upload.file.storage.delete(upload.file.name)  # the file vanished from shared storage
+    with pytest.raises(FileNotFoundError):
+        dataset_upload_process_task.run(job_id=str(upload.job_id), upload_id=upload.pk)
+    upload.refresh_from_db()
+    assert upload.status == UploadStatus.FAILED and upload.errors[0].startswith(
+        "internal error: FileNotFoundError"
+    )
+    assert JobProgress.objects.get(pk=upload.job_id).message == "Internal error; nothing was saved"
 
 
 def test_redelivered_task_does_not_store_twice(team, member, upload_file):

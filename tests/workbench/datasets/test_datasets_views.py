@@ -128,3 +128,11 @@ def test_api_detail(client_for, member, dataset):
         "index": 0, "split": body["preview"][0]["split"], "prompt": "0 + 1?", "answer": "1",
         "tool_calls": None, "initial_state": None, "metadata": {},
     }  # fmt: skip
+
+
+def test_a_deleted_dataset_leaves_the_list_and_gets_no_new_version(client_for, member, dataset):
+    client = client_for(member)
+    assert client.post(dataset.get_delete_url()).status_code == 302
+    assert dataset.get_absolute_url() not in client.get("/datasets/").content.decode()
+    assert client.get(f"/datasets/{dataset.pk}/edit/").status_code == 404
+    assert client.get(dataset.get_history_url()).status_code == 200  # pinned versions stay readable
