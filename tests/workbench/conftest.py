@@ -12,7 +12,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/workbench")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
 # Each session gets its own Redis keys, so concurrent sessions never take each other's tasks.
-os.environ["REDIS_KEY_PREFIX"] = f"wbtest-{uuid.uuid4().hex[:8]}:"
+os.environ.setdefault("REDIS_KEY_PREFIX", f"wbtest-{uuid.uuid4().hex[:8]}:")
 # Playwright's sync API runs an event loop in the main thread; the ORM calls in tests are still synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -21,9 +21,8 @@ import pytest
 from pytest_django.plugin import _setup_django
 
 from tests.workbench.support.browser import CHROMIUM, CHROMIUM_ARGS, log_in
+from tests.workbench.support.users import PASSWORD
 from tests.workbench.support.worker import WorkerProcess, database_url_for
-
-PASSWORD = "pw-test-12345"
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -5,6 +5,7 @@ import uuid
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from tests.workbench.support.users import PASSWORD
 from workbench.accounts.models import Membership
 
 PUBLIC = {"/login/", "/healthz"}
@@ -50,8 +51,6 @@ def test_admin_site_requires_staff(client_for, member):
 
 
 def test_real_login_then_home_shows_the_current_team(client, member, team):
-    from tests.workbench.conftest import PASSWORD
-
     response = client.post("/login/", {"username": member.username, "password": PASSWORD}, follow=True)
     assert response.status_code == 200
     assert f"Current team: <strong>{team.name}</strong>" in response.content.decode()

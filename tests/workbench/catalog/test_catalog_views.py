@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from tests.workbench.catalog.test_versioning import calculator_version
+from tests.workbench.catalog.test_catalog_versioning import calculator_version
 from workbench.catalog import services
 from workbench.toolschemas.models import ToolSchema
 
