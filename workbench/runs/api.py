@@ -45,6 +45,11 @@ def _alerts(run: Run) -> list[dict]:
     ]
 
 
+def _xy(points: list[tuple[int, float]]) -> dict[str, list]:
+    steps, values = zip(*points, strict=True) if points else ((), ())
+    return {"x": list(steps), "y": list(values)}
+
+
 def run_series(request, pk: int):
     """{series: {key: {x, y}}, alerts, last_step, status} for the requested keys and step range."""
     run = selectors.run_get(user=request.user, pk=pk)
@@ -56,9 +61,13 @@ def run_series(request, pk: int):
         buckets=_buckets(request),
     )
     payload = {
-        "series": {key: {"x": [s for s, _ in pts], "y": [v for _, v in pts]} for key, pts in series.items()},
+        "series": {
+            key: dict(zip(("x", "y"), zip(*pts, strict=True) if pts else ((), ()), strict=True))
+            for key, pts in series.items()
+        },
         "alerts": _alerts(run),
-        "available": series_keys(run=run),
+        # Asked for by a dashboard opened before the run logged anything.
+        "available": series_keys(run=run) if request.GET.get("available") else None,
         "last_step": run.last_step,
         "status": run.status,
     }
@@ -77,8 +86,7 @@ def compare_series(request):
                 "id": run.pk,
                 "name": run.name,
                 "baseline": run.is_baseline,
-                "x": [s for s, _ in points],
-                "y": [v for _, v in points],
+                **_xy(points),
             }
         )
     return JsonResponse({"key": key, "runs": curves})

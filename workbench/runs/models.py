@@ -139,6 +139,8 @@ class MetricRollup(models.Model):
                 fields=["run", "key", "level", "bucket"], name="runs_metricrollup_identity"
             )
         ]
+        # Listing a run's series reads its few top-level rows instead of the whole pyramid.
+        indexes = [models.Index(fields=["run", "level", "key"], name="runs_rollup_run_level_key")]
 
 
 class TrajectoryRecord(models.Model):

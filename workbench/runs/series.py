@@ -27,11 +27,15 @@ _ROLLUP = """
     FROM {table} WHERE run_id = %s AND level = %s AND key IN ({keys}) AND bucket BETWEEN %s AND %s
 """
 _DOWNSAMPLE_POSTGRES = """
-    SELECT key, lo[2], lo[1], -hi[2], hi[1], last[1], last[2] FROM (
-        SELECT key, MIN(ARRAY[min_value, min_step]) AS lo, MAX(ARRAY[max_value, -max_step]) AS hi,
-            MAX(ARRAY[last_step, last_value]) AS last
-        FROM ({source}) s GROUP BY key, (first_step - %s) / %s
-    ) buckets
+    SELECT key, step::bigint, value FROM (
+        SELECT key, unnest(ARRAY[lo[2], -hi[2], last[1]]) AS step,
+            unnest(ARRAY[lo[1], hi[1], last[2]]) AS value
+        FROM (
+            SELECT key, MIN(ARRAY[min_value, min_step]) AS lo, MAX(ARRAY[max_value, -max_step]) AS hi,
+                MAX(ARRAY[last_step, last_value]) AS last
+            FROM ({source}) s GROUP BY key, (first_step - %s) / %s
+        ) buckets
+    ) points ORDER BY step
 """
 _DOWNSAMPLE_PORTABLE = """
     WITH src AS (SELECT s.*, (s.first_step - %s) / %s AS b FROM ({source}) s),
@@ -41,12 +45,16 @@ _DOWNSAMPLE_PORTABLE = """
             ROW_NUMBER() OVER (PARTITION BY key, b ORDER BY max_value DESC, max_step) AS rn_max,
             ROW_NUMBER() OVER (PARTITION BY key, b ORDER BY last_step DESC) AS rn_last
         FROM src
+    ),
+    agg AS (
+        SELECT key,
+            MAX(CASE WHEN rn_min = 1 THEN min_step END) AS lo_step, MIN(min_value) AS lo,
+            MAX(CASE WHEN rn_max = 1 THEN max_step END) AS hi_step, MAX(max_value) AS hi,
+            MAX(last_step) AS last_step, MAX(CASE WHEN rn_last = 1 THEN last_value END) AS last
+        FROM ranked GROUP BY key, b
     )
-    SELECT key,
-        MAX(CASE WHEN rn_min = 1 THEN min_step END), MIN(min_value),
-        MAX(CASE WHEN rn_max = 1 THEN max_step END), MAX(max_value),
-        MAX(last_step), MAX(CASE WHEN rn_last = 1 THEN last_value END)
-    FROM ranked GROUP BY key, b ORDER BY key, b
+    SELECT key, lo_step, lo FROM agg UNION SELECT key, hi_step, hi FROM agg
+    UNION SELECT key, last_step, last FROM agg ORDER BY 1, 2
 """
 
 
@@ -88,15 +96,16 @@ def series_downsample(
     if not keys or window.hi < window.lo:
         return out
     source, params = _source_sql(window, run.pk, keys)
-    for key, points in _bucket_rows(source, params, window, postgres=connection.vendor == "postgresql"):
-        out[key].extend(points)
-    for points in out.values():
-        points.sort()
+    for key, step, value in _points(source, params, window, postgres=connection.vendor == "postgresql"):
+        points = out[key]
+        if not points or points[-1][0] != step:  # a bucket's min, max and last may be one point
+            points.append((int(step), value))
     return out
 
 
-def _bucket_rows(source: str, params: list, window: Window, *, postgres: bool):
-    """Yield (key, [(step, value), ...]) with each bucket's min, max and last point."""
+def _points(source: str, params: list, window: Window, *, postgres: bool) -> list[tuple[str, int, float]]:
+    """(key, step, value) of each bucket's min, max and last point, in step order (sorting integers
+    only: a sort on the text key under the database collation cost more than the rest of the query)."""
     sql, args = (
         (_DOWNSAMPLE_POSTGRES.format(source=source), [*params, window.lo, window.bucket_width])
         if postgres
@@ -104,12 +113,7 @@ def _bucket_rows(source: str, params: list, window: Window, *, postgres: bool):
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, args)
-        for key, lo_step, lo, hi_step, hi, last_step, last in cursor.fetchall():
-            yield key, _distinct_points((lo_step, lo), (hi_step, hi), (last_step, last))
-
-
-def _distinct_points(*points: tuple[float, float]) -> list[tuple[int, float]]:
-    return sorted({int(step): value for step, value in points}.items())
+        return cursor.fetchall()
 
 
 def series_keys(*, run: Run) -> list[str]:

@@ -68,7 +68,7 @@
 
   async function discoverKeys() {
     // A new run logs its first series after the page loaded: ask the server which exist now.
-    const data = await fetchJson(`${seriesUrl}?keys=`);
+    const data = await fetchJson(`${seriesUrl}?keys=&available=1`);
     return data.available || available;
   }
 
