@@ -68,3 +68,14 @@ def test_update_changes_metadata_not_config(run, member):
 def test_clone_starts_from_the_snapshot(run):
     initial = run_clone_initial(run=run)
     assert (initial["name"], initial["config"]) == ("demo (copy)", run.config)
+
+
+def test_demo_runs_are_launched_once(team, member, django_capture_on_commit_callbacks, settings, tmp_path):
+    from django.core.management import call_command
+
+    settings.VAR_DIR = tmp_path
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        call_command("seed_demo_runs", team=team.name, username=member.username)
+        call_command("seed_demo_runs", team=team.name, username=member.username)
+    assert len(callbacks) == 2
+    assert sorted(team.runs.values_list("name", flat=True)) == ["Demo: finished run", "Demo: live run"]
