@@ -9,6 +9,7 @@ from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticError
 
 from trainers.rewards import REWARDS, RewardDefinition
+from trainers.rewards.catalog import describe_components
 from trainers.rewards.schedules import Schedule
 
 _SCHEDULE = TypeAdapter(Schedule)
@@ -28,8 +29,21 @@ def component_names() -> list[str]:
     return REWARDS.names()
 
 
-def component_params(name: str) -> list[ParamInfo]:
-    schema = REWARDS.get(name).Params.model_json_schema()
+@dataclass(frozen=True)
+class ComponentInfo:
+    name: str
+    description: str
+    params: list[ParamInfo]
+
+
+def component_reference() -> list[ComponentInfo]:
+    """Every registered component with its one-line description and parameters, from the library's catalog."""
+    return [
+        ComponentInfo(c["name"], c["description"], _params(c["params_schema"])) for c in describe_components()
+    ]
+
+
+def _params(schema: dict[str, Any]) -> list[ParamInfo]:
     infos = []
     for field, prop in schema.get("properties", {}).items():
         kind = prop.get("type") or " | ".join(p.get("type", "?") for p in prop.get("anyOf", []))

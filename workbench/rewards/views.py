@@ -10,7 +10,7 @@ from workbench.accounts.models import Role
 from workbench.accounts.selectors import role_for
 from workbench.datasets.models import DatasetRow
 from workbench.rewards import selectors, services
-from workbench.rewards.definitions import component_names, component_params
+from workbench.rewards.definitions import component_reference
 from workbench.rewards.forms import (
     ComponentFormSet,
     RewardDefinitionCreateForm,
@@ -83,8 +83,7 @@ def _components(formset) -> list[dict]:
 
 
 def _form_page(request, form, formset, *, item):
-    reference = [(name, component_params(name)) for name in component_names()]
-    context = {"form": form, "formset": formset, "item": item, "reference": reference}
+    context = {"form": form, "formset": formset, "item": item, "reference": component_reference()}
     return render(request, "rewards/form.html", context)
 
 

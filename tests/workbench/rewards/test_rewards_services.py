@@ -16,7 +16,8 @@ def test_component_choices_come_from_the_trainers_registry():
     assert {"correctness", "format", "toolrl", "tool_n1", "torl", "otc", "overlong"} <= set(
         definitions.component_names()
     )
-    mode = next(p for p in definitions.component_params("correctness") if p.name == "mode")
+    correctness = next(c for c in definitions.component_reference() if c.name == "correctness")
+    mode = next(p for p in correctness.params if p.name == "mode")
     assert (mode.kind, mode.default) == ("math | exact | numeric", "math")
 
 
