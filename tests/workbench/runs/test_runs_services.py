@@ -79,3 +79,30 @@ def test_demo_runs_are_launched_once(team, member, django_capture_on_commit_call
         call_command("seed_demo_runs", team=team.name, username=member.username)
     assert len(callbacks) == 2
     assert sorted(team.runs.values_list("name", flat=True)) == ["Demo: finished run", "Demo: live run"]
+
+
+@pytest.fixture
+def reward_version(team, member):
+    from workbench.rewards.services import reward_definition_create
+
+    components = [{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.2}]
+    return reward_definition_create(team=team, user=member, name="corr+fmt", components=components)
+
+
+@pytest.fixture
+def prompt_version(team, member):
+    from workbench.prompts.services import prompt_template_create
+
+    return prompt_template_create(team=team, user=member, name="qwen", family="qwen_tool", source="")
+
+
+def test_pinned_versions_define_their_config_sections(team, member, reward_version, prompt_version):
+    run = create(team, member, reward_version=reward_version, prompt_version=prompt_version, launch=False)
+    assert [c["name"] for c in run.config["reward"]["components"]] == ["correctness", "format"]
+    assert run.config["template"]["name"] == "qwen_tool"
+    assert (run.reward_version, run.prompt_version) == (reward_version, prompt_version)
+
+
+def test_another_teams_pin_is_refused(other_team, outsider, member, team, reward_version):
+    with pytest.raises(ValidationError):
+        create(other_team, outsider, reward_version=reward_version, launch=False)

@@ -132,3 +132,15 @@ def test_compare_shows_the_same_prompt_across_runs(client_for, member, run, team
     url = reverse("runs:compare") + f"?runs={run.pk},{other.pk}&group=row7"
     body = client_for(member).get(url).content.decode()
     assert "first run says 12" in body and "second run says 13" in body
+
+
+def test_form_refuses_another_teams_catalog_version(client_for, outsider, member, team):
+    from workbench.rewards.services import reward_definition_create
+
+    version = reward_definition_create(
+        team=team, user=member, name="theirs", components=[{"name": "correctness"}]
+    )
+    data = form_post(RunConfig().model_dump(mode="json"), reward_version=version.pk)
+    response = client_for(outsider).post(reverse("runs:create"), data)
+    assert response.status_code == 400 and response.context["form"].errors["reward_version"]
+    assert not Run.objects.exists()
