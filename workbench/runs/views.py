@@ -99,7 +99,7 @@ def run_status(request, pk: int):
 @require_POST
 def run_cancel(request, pk: int):
     run = selectors.run_get(user=request.user, pk=pk, min_role=Role.MEMBER)
-    services.run_cancel(run=run, user=request.user)
+    run = services.run_cancel(run=run, user=request.user)
     if request.htmx:
         return render(request, "runs/_status.html", {"run": run})
     return redirect(run)

@@ -70,15 +70,19 @@ def test_clone_starts_from_the_snapshot(run):
     assert (initial["name"], initial["config"]) == ("demo (copy)", run.config)
 
 
-def test_demo_runs_are_launched_once(team, member, django_capture_on_commit_callbacks, settings, tmp_path):
+def test_demo_runs_are_launched_once(team, member, django_capture_on_commit_callbacks):
     from django.core.management import call_command
 
-    settings.VAR_DIR = tmp_path
+    from workbench.demo_catalog import seed_demo_catalog
+
+    seed_demo_catalog(team=team, user=member)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         call_command("seed_demo_runs", team=team.name, username=member.username)
         call_command("seed_demo_runs", team=team.name, username=member.username)
     assert len(callbacks) == 2
     assert sorted(team.runs.values_list("name", flat=True)) == ["Demo: finished run", "Demo: live run"]
+    run = team.runs.get(name="Demo: finished run")
+    assert run.dataset_version is not None and run.tool_versions.count() == 1
 
 
 @pytest.fixture
