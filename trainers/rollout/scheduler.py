@@ -3,7 +3,7 @@
 Each trajectory is an asyncio task. When it needs tokens it queues a request and awaits it; the
 scheduler sends everything queued as one batch to the backend in a worker thread, so tool calls of
 other trajectories run meanwhile, and whatever queued during that batch goes in the next one.
-Before launching a batch it lets the queue settle for a few milliseconds unless every live
+Before launching a batch it lets the queue settle (20 ms without arrivals) unless every live
 trajectory is already waiting: tool calls that end together then share one batch instead of
 splitting into a small batch and a second one that waits for it.
 """
@@ -38,8 +38,8 @@ class GenerationScheduler:
         backend: GenerationBackend,
         *,
         seed: int | None = None,
-        settle_s: float = 0.005,
-        max_wait_s: float = 0.05,
+        settle_s: float = 0.02,
+        max_wait_s: float = 0.1,
     ) -> None:
         self.backend = backend
         self.seed = seed
