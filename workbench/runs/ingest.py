@@ -56,14 +56,17 @@ def metrics_ingest(*, run_id: int, points: Iterable[MetricTriple]) -> int:
     return len(values)
 
 
-def _without_nul(value: Any) -> Any:
-    """PostgreSQL text and jsonb cannot hold NUL, which sampled model text may contain: show U+FFFD."""
+def _storable(value: Any) -> Any:
+    """What PostgreSQL text and jsonb accept: NUL (sampled model text may hold it) becomes U+FFFD and
+    NaN or infinite floats (a -inf logprob, a NaN statistic) become null."""
     if isinstance(value, str):
         return value.replace("\x00", "\ufffd")
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_nul(v) for v in value]
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_storable(v) for v in value]
     return value
 
 
@@ -82,19 +85,19 @@ def trajectory_record(*, run_id: int, step: int, traj: Trajectory) -> Trajectory
     return TrajectoryRecord(
         run_id=run_id,
         step=step,
-        key=_without_nul(f"{traj.group_id}/{traj.sample_index}"),
-        group_id=_without_nul(traj.group_id[:160]),
+        key=_storable(f"{traj.group_id}/{traj.sample_index}"),
+        group_id=_storable(traj.group_id[:160]),
         sample_index=traj.sample_index,
         reward=float(traj.reward) if math.isfinite(traj.reward) else 0.0,
-        advantage=traj.advantage,
+        advantage=_storable(traj.advantage),
         correct=_correct(traj),
         num_turns=len(traj.assistant_turns),
         num_tool_calls=traj.num_tool_calls,
         num_failed_calls=traj.num_failed_calls,
         length=len(traj.response_token_ids),
-        tool_counts=_without_nul(traj.tool_calls_by_name()),
-        final_answer=_without_nul((traj.final_answer or "")[:300]),
-        data=_without_nul(traj.to_dict()),
+        tool_counts=_storable(traj.tool_calls_by_name()),
+        final_answer=_storable((traj.final_answer or "")[:300]),
+        data=_storable(traj.to_dict()),
     )
 
 
@@ -141,7 +144,7 @@ def _alert_fields(alert: Any) -> dict[str, Any]:
         "step": int(get("step")),
         "rule": str(get("rule")),
         "message": str(get("message", "") or ""),
-        "evidence": dict(evidence) if isinstance(evidence, Mapping) else {"detail": str(evidence)},
+        "evidence": _storable(dict(evidence)) if isinstance(evidence, Mapping) else {"detail": str(evidence)},
         "severity": str(get("severity", AlertSeverity.WARNING) or AlertSeverity.WARNING),
         "start_step": get("start_step"),
     }

@@ -74,3 +74,12 @@ def test_nul_characters_in_model_text_are_stored_as_replacement(run, make_trajec
     trajectories_ingest(run_id=run.id, batches={1: [make_trajectory("g0", 0, text="a\x00b")]})
     rec = TrajectoryRecord.objects.get(run=run)
     assert (rec.final_answer, rec.data["turns"][3]["text"]) == ("a\ufffdb", "a\ufffdb")
+
+
+def test_non_finite_floats_in_trajectories_and_alerts_are_stored_as_null(run, make_trajectory):
+    traj = make_trajectory("g0", 0)
+    traj.turns[1].logprobs = [float("-inf"), -0.5]
+    trajectories_ingest(run_id=run.id, batches={1: [traj]})
+    alerts_record(run_id=run.id, alerts=[{"step": 1, "rule": "r", "evidence": {"reward_mean": math.nan}}])
+    assert TrajectoryRecord.objects.get(run=run).data["turns"][1]["logprobs"] == [None, -0.5]
+    assert Alert.objects.get(run=run).evidence == {"reward_mean": None}
