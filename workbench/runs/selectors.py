@@ -167,3 +167,27 @@ def trajectories_same_prompt(*, runs: list[Run], group_id: str) -> list[tuple[Ru
         records = trajectory_group(run=run, step=latest, group_id=group_id) if latest is not None else []
         out.append((run, records))
     return out
+
+
+@dataclass(frozen=True)
+class AnchorStep:
+    sample_index: int
+    turn: int
+    advantage: float | None
+    env_reward: float | None
+    action: str
+
+
+def anchor_state_groups(records: list[TrajectoryRecord]) -> list[tuple[str, list[AnchorStep]]]:
+    """GiGPO's step groups (arXiv 2505.10978): the group's assistant turns that acted from the same
+    environment state, largest groups first; empty for runs without environment states."""
+    groups: dict[str, list[AnchorStep]] = {}
+    for record in records:
+        turns = [t for t in record.data.get("turns", []) if t.get("role") == "assistant"]
+        for number, turn in enumerate(turns, start=1):
+            if turn.get("state_hash"):
+                step = AnchorStep(
+                    record.sample_index, number, turn.get("advantage"), turn.get("env_reward"), turn["text"]
+                )
+                groups.setdefault(turn["state_hash"], []).append(step)
+    return sorted(groups.items(), key=lambda item: -len(item[1]))

@@ -145,7 +145,14 @@ def trajectory_detail(request, pk: int, tid: int):
 def trajectory_group(request, pk: int, step: int, group: str):
     run = selectors.run_get(user=request.user, pk=pk)
     records = selectors.trajectory_group(run=run, step=step, group_id=group)
-    return render(request, "runs/group.html", {"run": run, "records": records, "step": step, "group": group})
+    context = {
+        "run": run,
+        "records": records,
+        "step": step,
+        "group": group,
+        "anchors": selectors.anchor_state_groups(records),
+    }
+    return render(request, "runs/group.html", context)
 
 
 def run_compare(request):

@@ -6,7 +6,15 @@ import pytest
 from django.http import Http404
 
 from workbench.runs.ingest import trajectories_ingest
-from workbench.runs.selectors import TrajectoryFilters, run_get, run_list, trajectory_get, trajectory_list
+from workbench.runs.selectors import (
+    TrajectoryFilters,
+    anchor_state_groups,
+    run_get,
+    run_list,
+    trajectory_get,
+    trajectory_group,
+    trajectory_list,
+)
 
 
 @pytest.fixture
@@ -78,3 +86,17 @@ def test_keyset_pages_cover_everything_once(stored):
 def test_tampered_cursor_restarts_at_first_page(stored):
     page = trajectory_list(run=stored, filters=TrajectoryFilters(), cursor="not-a-cursor", limit=1)
     assert keys(page) == [(1, "g0/3")]
+
+
+def test_anchor_state_groups_gather_turns_from_the_same_state(run, make_trajectory):
+    trajs = [make_trajectory("g0", i) for i in range(3)]
+    for traj, states in zip(trajs, [("s0", "s1"), ("s0", "s2"), ("s0", "s1")], strict=True):
+        for turn, state in zip(traj.assistant_turns, states, strict=True):
+            turn.state_hash, turn.advantage = state, 0.5
+    trajectories_ingest(run_id=run.id, batches={1: trajs})
+    groups = anchor_state_groups(trajectory_group(run=run, step=1, group_id="g0"))
+    assert [(state, [(s.sample_index, s.turn) for s in steps]) for state, steps in groups] == [
+        ("s0", [(0, 1), (1, 1), (2, 1)]),
+        ("s1", [(0, 2), (2, 2)]),
+        ("s2", [(1, 2)]),
+    ]
