@@ -50,9 +50,8 @@ class ScriptedBackend(GenerationBackend):
         return GenerationOutput(ids, [0.0] * len(ids), "length")
 
 
-@TOOLS.register("test_sleep")
 class SleepTool(Tool):
-    """Sleeps `seconds` (default 0.1) and echoes `text`; records start order to check concurrency."""
+    """Sleeps `seconds` (default 0.1) and echoes `text`; the text "fail" returns a traceback."""
 
     name = "test_sleep"
     description = "wait, then echo the text"
@@ -61,10 +60,8 @@ class SleepTool(Tool):
         "properties": {"text": {"type": "string"}, "seconds": {"type": "number"}},
         "required": ["text"],
     }
-    starts: list[str] = []
 
     async def run(self, arguments: dict[str, Any]) -> ToolOutput:
-        SleepTool.starts.append(arguments["text"])
         await asyncio.sleep(arguments.get("seconds", 0.1))
         if arguments["text"] == "fail":
             return ToolOutput(
@@ -73,14 +70,6 @@ class SleepTool(Tool):
         return ToolOutput(True, f"echo {arguments['text']}")
 
 
-@pytest.fixture
-def scripted(tiny_tokenizer):
-    """Factory: scripted(respond, delay_s=0.0) -> ScriptedBackend over the tiny tokenizer."""
-    SleepTool.starts.clear()
-    return lambda respond, delay_s=0.0: ScriptedBackend(tiny_tokenizer, respond, delay_s)
-
-
-@TOOLS.register("test_code")
 class CodeTool(Tool):
     """Stands in for a code interpreter: reports the code it was given, instantly."""
 
@@ -90,3 +79,28 @@ class CodeTool(Tool):
 
     async def run(self, arguments: dict[str, Any]) -> ToolOutput:
         return ToolOutput(True, f"ran {arguments['code'].strip()}")
+
+
+def register_test_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registered only while a test of this folder runs, so tool lists elsewhere never show them."""
+    for tool in (SleepTool, CodeTool):
+        monkeypatch.setitem(TOOLS._items, tool.name, tool)
+
+
+@pytest.fixture(autouse=True)
+def test_tools(monkeypatch):
+    register_test_tools(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def module_test_tools():
+    """The same registration for module-scoped fixtures that roll out once for several tests."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        register_test_tools(monkeypatch)
+        yield
+
+
+@pytest.fixture
+def scripted(tiny_tokenizer):
+    """Factory: scripted(respond, delay_s=0.0) -> ScriptedBackend over the tiny tokenizer."""
+    return lambda respond, delay_s=0.0: ScriptedBackend(tiny_tokenizer, respond, delay_s)

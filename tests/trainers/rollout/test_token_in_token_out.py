@@ -40,7 +40,7 @@ class AlwaysCallsTemplate(QwenToolTemplate):
 
 
 @pytest.fixture(scope="module")
-def rollout(tiny_model_dir):
+def rollout(tiny_model_dir, module_test_tools):
     torch.set_num_threads(1)
     backend = RecordingBackend(tiny_model_dir, device="cpu")
     limits = RolloutLimits(max_tool_calls=2, max_turns=3, max_new_tokens_per_turn=12, max_total_new_tokens=64)
