@@ -56,7 +56,9 @@ def chart_max_step(page, chart_id: str) -> float:
     return page.evaluate(f"Math.max(...document.getElementById('{chart_id}').data.at(-1).x)")
 
 
-def test_dashboard_draws_live_charts_with_alerts_and_zoom(page, login, member, live_run, page_errors):
+def test_dashboard_draws_live_charts_with_alerts_and_zoom(
+    page, login, member, live_run, page_errors, screenshot
+):
     login(member)
     page.goto(live_run.get_absolute_url())
     expect(page.locator("#chart-reward .main-svg").first).to_be_visible()
@@ -67,22 +69,24 @@ def test_dashboard_draws_live_charts_with_alerts_and_zoom(page, login, member, l
         page.evaluate("Plotly.relayout('chart-entropy', {'xaxis.range[0]': 100, 'xaxis.range[1]': 120})")
     metrics_ingest(run_id=live_run.pk, points=metrics(300, 400))
     page.wait_for_function("Math.max(...document.getElementById('chart-reward').data.at(-1).x) >= 399")
+    screenshot("runs-dashboard")
     assert page_errors == []
 
 
-def test_inspector_renders_hostile_output_as_text(page, login, member, live_run, page_errors):
+def test_inspector_renders_hostile_output_as_text(page, login, member, live_run, page_errors, screenshot):
     login(member)
     page.goto(f"/runs/{live_run.pk}/trajectories/?step=5")
     page.locator("#trajectory-rows a").first.click()
     expect(page.locator(".turns")).to_contain_text("<script>window.hacked=1</script>")
     expect(page.locator(".turn-masked").first).to_be_visible()
+    screenshot("runs-trajectory")
     page.goto(f"/runs/{live_run.pk}/steps/5/groups/g0/")
     expect(page.locator(".sample")).to_have_count(3)
     assert page.evaluate("window.hacked === undefined")
     assert page_errors == []
 
 
-def test_compare_overlays_runs(page, login, member, live_run, team, page_errors):
+def test_compare_overlays_runs(page, login, member, live_run, team, page_errors, screenshot):
     other = Run.objects.create(
         team=team, created_by=member, name="baseline", config=live_run.config, is_baseline=True
     )
@@ -91,6 +95,7 @@ def test_compare_overlays_runs(page, login, member, live_run, team, page_errors)
     page.goto(f"/runs/compare/?runs={live_run.pk},{other.pk}&key=reward/mean")
     expect(page.locator("#compare-chart .main-svg").first).to_be_visible()
     assert page.evaluate("document.getElementById('compare-chart').data.length") == 2
+    screenshot("runs-compare")
     assert page_errors == []
 
 
