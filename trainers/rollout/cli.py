@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -34,7 +33,7 @@ def rollout_to_file(config: RolloutRunConfig) -> dict:
     from trainers.rollout.engine import RolloutEngine
 
     backend = HFBackend(
-        model_path(config.model.path),
+        model_path(config.model.path, Path(config.output).parent),
         None if config.model.tokenizer_path is None else _tokenizer(config.model.tokenizer_path),
         device=None if config.model.device == "auto" else config.model.device,
         dtype=config.model.dtype,
@@ -70,13 +69,14 @@ def rollout_to_file(config: RolloutRunConfig) -> dict:
     }
 
 
-def model_path(path: str) -> str:
-    """A local model directory; "tiny" builds the bundled demo model into a temporary directory."""
+def model_path(path: str, out_dir: Path) -> str:
+    """A local model directory; "tiny" builds the bundled demo model next to the output, once."""
     if path != "tiny":
         return path
     from trainers.models.tiny import build_tiny_model
 
-    return str(build_tiny_model(Path(tempfile.mkdtemp(prefix="tiny-model-"))))
+    target = out_dir / "base_model"
+    return str(target if (target / "config.json").exists() else build_tiny_model(target))
 
 
 def _tokenizer(path: str):
