@@ -19,7 +19,6 @@ from transformers import DynamicCache
 from trainers.backends.base import GenerationBackend, GenerationOutput, GenerationRequest
 from trainers.backends.prefix_cache import PrefixCache, row_prefix, stacked_cache
 from trainers.backends.sampler import sample_step
-from trainers.backends.sampling import SamplingParams
 from trainers.backends.stops import StopWatcher
 
 
@@ -75,7 +74,7 @@ class HFBackend(GenerationBackend):
         outputs: list[GenerationOutput | None] = [None] * len(requests)
         groups: dict[str, list[int]] = {}
         for i, req in enumerate(requests):  # one batch per distinct sampling setting
-            groups.setdefault(req.sampling.model_dump_json(), []).append(i)
+            groups.setdefault(req.sampling.model_dump_json(exclude={"seed"}), []).append(i)
         for indices in groups.values():
             for start in range(0, len(indices), self.max_batch_size):
                 chunk = indices[start : start + self.max_batch_size]
@@ -86,7 +85,7 @@ class HFBackend(GenerationBackend):
     @torch.no_grad()
     def _generate_batch(self, requests: list[GenerationRequest]) -> list[GenerationOutput]:
         params = requests[0].sampling
-        generator = seeded_generator(params, self.device)
+        seeds = row_seeds(requests, self.device)
         watchers = [StopWatcher(r.stop_strings) if r.stop_strings else None for r in requests]
         texts = self.token_text() if any(watchers) else None
         tokens: list[list[int]] = [[] for _ in requests]
@@ -95,8 +94,9 @@ class HFBackend(GenerationBackend):
 
         logits, cache, attention, next_pos = self._prefill([r.prompt_ids for r in requests])
         active = list(range(len(requests)))  # request index of each batch row
+        step = 0
         while True:
-            step_tokens, step_logps = sample_step(logits, params, generator)
+            step_tokens, step_logps = sample_step(logits, params, seeds, step)
             keep: list[int] = []
             for row, (tok, lp) in enumerate(zip(step_tokens.tolist(), step_logps.tolist(), strict=True)):
                 i = active[row]
@@ -121,6 +121,7 @@ class HFBackend(GenerationBackend):
                 index = torch.tensor(keep, device=self.device)
                 cache.batch_select_indices(index)
                 attention, next_pos, step_tokens = attention[index], next_pos[index], step_tokens[index]
+                seeds = seeds[index]
                 active = [active[row] for row in keep]
             attention = torch.cat([attention, attention.new_ones((len(active), 1))], dim=-1)
             out = self.model(
@@ -132,6 +133,7 @@ class HFBackend(GenerationBackend):
             )
             logits = out.logits[:, -1, :]
             next_pos = next_pos + 1
+            step += 1
         return [r for r in results if r is not None]
 
     def _prefill(
@@ -202,12 +204,13 @@ def left_pad(
     return ids.to(device), mask.to(device)
 
 
-def seeded_generator(params: SamplingParams, device: torch.device) -> torch.Generator | None:
-    if params.seed is None:
-        return None
-    generator = torch.Generator(device=device)
-    generator.manual_seed(params.seed)
-    return generator
+def row_seeds(requests: list[GenerationRequest], device: torch.device) -> torch.Tensor:
+    """Each request's own seed; unseeded ones draw theirs from torch's global generator."""
+    seeds = [
+        r.sampling.seed & (2**63 - 1) if r.sampling.seed is not None else int(torch.randint(0, 2**62, (1,)))
+        for r in requests
+    ]
+    return torch.tensor(seeds, dtype=torch.int64, device=device)
 
 
 def eos_token_ids(model: Any, tokenizer: Any) -> set[int]:

@@ -3,6 +3,10 @@
 The logprob is the log-softmax of the processed distribution actually sampled from (logits / T, then
 top-k and top-p masking). With T = 1, top_k = 0 and top_p = 1 that is the model's own log-softmax, so
 a plain forward pass reproduces it. Greedy decoding (T = 0) reports the unprocessed log-softmax.
+
+Sampling is Gumbel-max with counter-based noise: the noise of a row depends only on its own seed,
+its step and the token id (a splitmix64 hash), so a seeded request samples the same tokens whatever
+else shares its batch. That keeps overlapped rollouts, whose batches form by timing, reproducible.
 """
 
 from __future__ import annotations
@@ -31,12 +35,33 @@ def processed_logprobs(logits: torch.Tensor, params: SamplingParams) -> torch.Te
 
 
 def sample_step(
-    logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None
+    logits: torch.Tensor, params: SamplingParams, seeds: torch.Tensor, step: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sampled token ids [batch] and their logprobs [batch]."""
+    """Sampled token ids [batch] and their logprobs [batch]; `seeds` [batch] int64, one per row."""
     logprobs = processed_logprobs(logits, params)
     if params.temperature == 0:
         tokens = torch.argmax(logprobs, dim=-1)
     else:
-        tokens = torch.multinomial(logprobs.exp(), 1, generator=generator).squeeze(-1)
+        tokens = torch.argmax(logprobs + gumbel_noise(seeds, step, logprobs.shape[-1]), dim=-1)
     return tokens, logprobs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+
+
+_M1, _M2 = -4658895280553007687, -7723592293110705685  # splitmix64 multipliers as signed int64
+_GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15
+
+
+def _mix(x: torch.Tensor) -> torch.Tensor:
+    """splitmix64's finaliser on int64 (right shifts masked to be logical; products wrap)."""
+    x = (x ^ ((x >> 30) & ((1 << 34) - 1))) * _M1
+    x = (x ^ ((x >> 27) & ((1 << 37) - 1))) * _M2
+    return x ^ ((x >> 31) & ((1 << 33) - 1))
+
+
+def gumbel_noise(seeds: torch.Tensor, step: int, vocab: int) -> torch.Tensor:
+    """Gumbel(0, 1) noise [batch, vocab], a pure function of (seed, step, token id)."""
+    offset = (step * _GOLDEN + 2**63) % 2**64 - 2**63  # the int64 product, wrapped as a tensor would
+    row = _mix(_mix(seeds) + offset)
+    ids = torch.arange(vocab, device=seeds.device, dtype=torch.int64)
+    bits = (_mix(row.unsqueeze(-1) + ids * _GOLDEN) >> 11) & ((1 << 53) - 1)
+    uniform = (bits.to(torch.float64) + 0.5) / float(1 << 53)  # strictly inside (0, 1)
+    return (-torch.log(-torch.log(uniform))).to(torch.float32)

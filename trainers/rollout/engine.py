@@ -31,6 +31,8 @@ class _Progress:
     calls_used: int = 0
     finish: str = "max_turns"
     specs: list[dict] = field(default_factory=list)
+    seed: str | None = None  # with the turn number, seeds this trajectory's sampling
+    turns: int = 0
 
 
 class RolloutEngine:
@@ -73,7 +75,7 @@ class RolloutEngine:
         """All samples of all rows as concurrent tasks; results ordered by row, then sample index."""
         self.backend.begin_rollout()  # weights may have changed since the last rollout
         gate = asyncio.Semaphore(self.max_concurrent)
-        async with GenerationScheduler(self.backend, seed=seed) as scheduler:
+        async with GenerationScheduler(self.backend) as scheduler:
             tasks = [
                 self._trajectory(row, index, k, scheduler, seed, gate)
                 for index, row in enumerate(rows)
@@ -99,13 +101,21 @@ class RolloutEngine:
             toolset = Toolset.build(self.tool_bindings, initial_state=row.get("initial_state"), seed=env_seed)
             scheduler.joined()
             try:
-                return await self._rollout(row, group_id, k, toolset, scheduler)
+                base = seed if seed is not None else self.sampling.seed
+                sample_seed = None if base is None else f"{base}:{group_id}:{k}"
+                return await self._rollout(row, group_id, k, toolset, scheduler, sample_seed)
             finally:
                 scheduler.left()
                 await toolset.close()
 
     async def _rollout(
-        self, row: dict, group_id: str, k: int, toolset: Toolset, scheduler: GenerationScheduler
+        self,
+        row: dict,
+        group_id: str,
+        k: int,
+        toolset: Toolset,
+        scheduler: GenerationScheduler,
+        sample_seed: str | None,
     ) -> Trajectory:
         env = toolset.environment
         specs = toolset.specs()
@@ -125,7 +135,7 @@ class RolloutEngine:
         )
         prompt_ids = self.encode(prompt)
         traj.turns.append(Turn("prompt", prompt, prompt_ids, [0] * len(prompt_ids)))
-        progress = _Progress(context=list(prompt_ids), specs=specs)
+        progress = _Progress(context=list(prompt_ids), specs=specs, seed=sample_seed)
         for _ in range(self.limits.max_turns):
             if not await self._step(traj, progress, toolset, scheduler):
                 break
@@ -143,7 +153,9 @@ class RolloutEngine:
             return False
         env = toolset.environment
         state_hash = env.state_hash() if env is not None else None
-        request = GenerationRequest(list(progress.context), budget, self._stops(progress), self.sampling)
+        request = GenerationRequest(
+            list(progress.context), budget, self._stops(progress), self._sampling(progress)
+        )
         out = await scheduler.generate(request)
         text = self.tokenizer.decode(out.token_ids, skip_special_tokens=False)
         parsed = self.template.parse(text, tools=progress.specs)
@@ -210,6 +222,15 @@ class RolloutEngine:
         if not shown:
             return None, "glue"
         return self.template.render_tool_responses(shown, turn_closed=closed), "tool"
+
+    def _sampling(self, progress: _Progress) -> SamplingParams:
+        """Each turn of each sample its own seed, so results do not depend on how batches formed."""
+        progress.turns += 1
+        if progress.seed is None:
+            return self.sampling
+        return self.sampling.model_copy(
+            update={"seed": zlib.crc32(f"{progress.seed}:{progress.turns}".encode())}
+        )
 
     def _stops(self, progress: _Progress) -> list[str]:
         """ToRL past its limit drops the call stops so the model writes on in plain text."""

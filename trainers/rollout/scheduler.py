@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import zlib
 from dataclasses import dataclass
 
 from trainers.backends.base import GenerationBackend, GenerationOutput, GenerationRequest
@@ -27,22 +26,16 @@ class SchedulerStats:
 
 
 class GenerationScheduler:
-    """Use as `async with GenerationScheduler(backend) as s: out = await s.generate(request)`.
-
-    With a `seed`, batch n samples with seed crc32(seed, n): reproducible for the same batching, and
-    never the same random stream twice in a run.
-    """
+    """Use as `async with GenerationScheduler(backend) as s: out = await s.generate(request)`."""
 
     def __init__(
         self,
         backend: GenerationBackend,
         *,
-        seed: int | None = None,
         settle_s: float = 0.02,
         max_wait_s: float = 0.1,
     ) -> None:
         self.backend = backend
-        self.seed = seed
         self.settle_s = settle_s  # launch once no request arrived for this long...
         self.max_wait_s = max_wait_s  # ...or after this long in any case
         self.live = 0  # trajectories that may still ask for tokens
@@ -98,7 +91,7 @@ class GenerationScheduler:
                 break
 
     async def _run(self, batch: list[tuple[GenerationRequest, asyncio.Future[GenerationOutput]]]) -> None:
-        requests = [self._seeded(request) for request, _ in batch]
+        requests = [request for request, _ in batch]
         start = time.perf_counter()
         try:
             outputs = await asyncio.to_thread(self.backend.generate, requests)
@@ -114,11 +107,3 @@ class GenerationScheduler:
         for (_, future), output in zip(batch, outputs, strict=True):
             if not future.done():
                 future.set_result(output)
-
-    def _seeded(self, request: GenerationRequest) -> GenerationRequest:
-        base = self.seed if self.seed is not None else request.sampling.seed
-        if base is None:
-            return request
-        seed = zlib.crc32(f"{base}:{self.stats.batches}".encode())
-        sampling = request.sampling.model_copy(update={"seed": seed})
-        return GenerationRequest(request.prompt_ids, request.max_new_tokens, request.stop_strings, sampling)

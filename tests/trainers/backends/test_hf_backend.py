@@ -9,7 +9,7 @@ import torch
 
 from trainers.backends.base import GenerationRequest
 from trainers.backends.hf import HFBackend
-from trainers.backends.sampler import processed_logprobs
+from trainers.backends.sampler import processed_logprobs, sample_step
 from trainers.backends.sampling import SamplingParams
 
 GREEDY = SamplingParams(temperature=0.0)
@@ -125,3 +125,21 @@ def test_a_next_turn_reuses_the_cached_prefix_and_samples_the_same(tiny_model_di
     assert [o.token_ids for o in reused] == [o.token_ids for o in plain]
     for a, b in zip(reused, plain, strict=True):
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+
+
+def test_a_seeded_row_samples_the_same_alone_and_in_any_batch(backend):
+    params = SamplingParams(temperature=1.0, seed=11)
+    target = GenerationRequest(prompts(backend)[0], 12, [], params)
+    others = [GenerationRequest(p, 5, [], SamplingParams(seed=i)) for i, p in enumerate(prompts(backend))]
+    alone = backend.generate([target])[0]
+    batched = backend.generate([*others, target])[-1]
+    assert batched.token_ids == alone.token_ids
+    assert batched.logprobs == pytest.approx(alone.logprobs, abs=1e-4)
+
+
+def test_gumbel_max_samples_follow_the_softmax():
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]]).repeat(4000, 1)
+    tokens, _ = sample_step(logits, SamplingParams(), torch.arange(4000), step=0)
+    freq = torch.bincount(tokens, minlength=4).float() / 4000
+    # softmax([2, 1, 0, -1]) = [0.644, 0.237, 0.087, 0.032]
+    assert torch.allclose(freq, torch.softmax(logits[0], dim=-1), atol=0.025)

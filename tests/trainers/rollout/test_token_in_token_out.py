@@ -107,3 +107,13 @@ def test_the_same_seed_gives_the_same_trajectories(rollout):
     again = engine.run(rows, samples_per_prompt=2, seed=7)
     assert [t.token_ids for t in again] == [t.token_ids for t in trajs]
     assert trajs[0].response_token_ids != trajs[1].response_token_ids  # samples of a group differ
+
+
+def test_seeded_trajectories_do_not_depend_on_how_batches_formed(rollout):
+    backend, trajs = rollout
+    limits = RolloutLimits(max_tool_calls=2, max_turns=3, max_new_tokens_per_turn=12, max_total_new_tokens=64)
+    engine = RolloutEngine(backend, AlwaysCallsTemplate(), ["test_sleep"], limits, max_concurrent=1)
+    rows = [{"id": "a", "question": "What is 3 + 4?"}, {"id": "b", "question": "Echo hi, twice please."}]
+    one_at_a_time = engine.run(rows, samples_per_prompt=2, seed=7)
+    assert engine.last_stats.requests == engine.last_stats.batches  # one row per batch
+    assert [t.token_ids for t in one_at_a_time] == [t.token_ids for t in trajs]
