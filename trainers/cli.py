@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from trainers.demo import cli as demo_cli
 from trainers.rollout import cli as rollout_cli
 from trainers.sandbox import cli as sandbox_cli
+from trainers.training import cli as training_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -13,6 +15,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     sandbox_cli.add_parser(subparsers)
     rollout_cli.add_parser(subparsers)
+    training_cli.add_parser(subparsers)
+    demo_cli.add_parser(subparsers)
     return parser
 
 

@@ -20,7 +20,8 @@ def demo_corpus(records: Sequence[dict], *, template: ChatTemplate, tools: list[
     texts = []
     for record in records:
         messages = [m for m in record["messages"] if m["role"] != "system"]
-        texts.append(template.render_prompt(question=messages[0]["content"], tools=tools))
+        question, observation = messages[0]["content"], record.get("observation")
+        texts.append(template.render_prompt(question=question, tools=tools, observation=observation))
         for message in messages[1:]:
             if message["role"] == "assistant":
                 texts.append(assistant_text(message))
@@ -39,9 +40,18 @@ def build_demo_model(
     seed: int = 0,
     hidden_size: int = 128,
     num_layers: int = 4,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
 ) -> Path:
     """Build and save the tokenizer and an untrained Qwen2 policy (about 0.7M parameters)."""
     corpus = demo_corpus(records, template=template, tools=tools)
     return build_tiny_model(
-        out_dir, hidden_size=hidden_size, num_layers=num_layers, seed=seed, corpus=corpus, split_words=False
+        out_dir,
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        seed=seed,
+        corpus=corpus,
+        split_words=False,
     )

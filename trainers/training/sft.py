@@ -58,6 +58,7 @@ def render_expert(
     tokenizer: Any,
     tools: list[dict],
     uid: str = "expert",
+    observation: str | None = None,
 ) -> Trajectory:
     """An expert conversation as a Trajectory: prompt, assistant turns (mask 1), glue and tool turns (0)."""
     system = [m for m in messages if m["role"] == "system"]
@@ -65,7 +66,8 @@ def render_expert(
     if not rest or rest[0]["role"] != "user":
         raise ValueError("an expert conversation starts with a user message")
     del system  # the template writes its own system prompt from the tool specs
-    prompt = template.render_prompt(question=rest[0]["content"], tools=tools)
+    # `observation`: an environment's initial state, shown in the prompt as the rollout engine does
+    prompt = template.render_prompt(question=rest[0]["content"], tools=tools, observation=observation)
     turns = [_turn("prompt", prompt, tokenizer)]
     i = 1
     while i < len(rest):
@@ -173,6 +175,51 @@ def render_experts(
     records: Iterable[dict[str, Any]], *, template: ChatTemplate, tokenizer: Any, tools: list[dict]
 ) -> list[Trajectory]:
     return [
-        render_expert(r["messages"], template=template, tokenizer=tokenizer, tools=tools, uid=f"expert-{i}")
+        render_expert(
+            r["messages"],
+            template=template,
+            tokenizer=tokenizer,
+            tools=tools,
+            uid=f"expert-{i}",
+            observation=r.get("observation"),
+        )  # fmt: skip
         for i, r in enumerate(records)
     ]
+
+
+def sft_stage(config: Any, model: torch.nn.Module, tokenizer: Any) -> SFTResult:
+    """The RunConfig's SFT warm start: experts rendered with the run's template and tool specs."""
+    from trainers.templates import TEMPLATES
+    from trainers.tools.toolset import Toolset
+
+    sft = config.sft
+    if sft.data_path is None:
+        raise ValueError("sft.data_path: a JSONL file of expert conversations is required")
+    template = TEMPLATES.get(config.template.name)(tokenizer=tokenizer)
+    tools = Toolset.build([b.model_dump() for b in config.tools]).specs()
+    examples = [
+        _truncate(t, sft.max_length)
+        for t in render_experts(
+            load_experts(sft.data_path), template=template, tokenizer=tokenizer, tools=tools
+        )
+    ]
+    steps = sft.epochs * -(-len(examples) // sft.batch_size)
+    return sft_train(
+        model, examples, pad_token_id=tokenizer.pad_token_id, steps=steps, batch_size=sft.batch_size,
+        lr=sft.lr, warmup_steps=min(20, steps // 10 + 1), seed=config.seed,
+    )  # fmt: skip
+
+
+def _truncate(trajectory: Trajectory, max_length: int) -> Trajectory:
+    """Keep the first `max_length` tokens of prompt + response (the prompt itself is never cut)."""
+    budget = max_length - len(trajectory.prompt_token_ids)
+    turns = [trajectory.turns[0]]
+    for turn in trajectory.response_turns:
+        if budget <= 0:
+            break
+        keep = turn.token_ids[:budget]
+        turns.append(
+            Turn(role=turn.role, text=turn.text, token_ids=keep, loss_mask=turn.loss_mask[: len(keep)])
+        )
+        budget -= len(keep)
+    return Trajectory(uid=trajectory.uid, group_id=trajectory.group_id, turns=turns)

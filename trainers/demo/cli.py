@@ -1,0 +1,31 @@
+"""`python -m trainers demo --seed S --out DIR`: SFT then GRPO with a calculator; prints before/after."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from trainers.demo.recipe import DemoSettings
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("demo", help="the CPU demo: a tiny model learns to use a calculator")
+    parser.add_argument("--seed", type=int, default=0, help="model, SFT and RL seed")
+    parser.add_argument("--out", default="runs/demo", help="output directory")
+    defaults = DemoSettings()
+    for f in dataclasses.fields(DemoSettings):
+        if f.name in ("seed",):
+            continue
+        kind = int if f.type in ("int", "int | None") else float
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=getattr(defaults, f.name))
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainers.demo.recipe import run_demo
+
+    names = {f.name for f in dataclasses.fields(DemoSettings)}
+    settings = DemoSettings(**{k: v for k, v in vars(args).items() if k in names})
+    report = run_demo(settings, args.out)
+    print(report.table())
+    return 0

@@ -1,0 +1,87 @@
+"""`python -m trainers train CONFIG` (SFT first if configured, then RL); `sft CONFIG` runs SFT alone."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+from pathlib import Path
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    train = subparsers.add_parser("train", help="train a policy with RL (after SFT if the config has it)")
+    train.add_argument("config", type=Path, help="RunConfig file (YAML or JSON)")
+    train.add_argument("--output-dir", default=None, help="override the config's output_dir")
+    train.add_argument("--resume", action="store_true", help="continue from the run's latest checkpoint")
+    train.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    train.set_defaults(func=run_train)
+    sft = subparsers.add_parser("sft", help="run only the config's SFT stage and save the model")
+    sft.add_argument("config", type=Path, help="RunConfig file with an sft section")
+    sft.add_argument("--output-dir", default=None, help="override the config's output_dir")
+    sft.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    sft.set_defaults(func=run_sft)
+
+
+def _config(args: argparse.Namespace):
+    import torch
+
+    from trainers.config.loader import load_config
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    config = load_config(args.config)
+    if args.output_dir is not None:
+        config = config.model_copy(update={"output_dir": args.output_dir})
+    return config
+
+
+def run_sft(args: argparse.Namespace) -> int:
+    from trainers.training.build import resolve_model_path
+    from trainers.training.model_io import load_policy
+    from trainers.training.sft import sft_stage
+
+    config = _config(args)
+    if config.sft is None:
+        raise SystemExit("the config has no sft section")
+    run_dir = Path(config.output_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    model, tokenizer = load_policy(resolve_model_path(config.model.path, run_dir))
+    result = sft_stage(config, model, tokenizer)
+    model.save_pretrained(run_dir / "sft")
+    tokenizer.save_pretrained(run_dir / "sft")
+    summary = {"sft_steps": result.steps, "seconds": round(result.seconds, 1), "loss": result.final_loss}
+    print(json.dumps({**summary, "model": str(run_dir / "sft")}))
+    return 0
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from trainers.training.build import build_trainer, resolve_model_path
+    from trainers.training.checkpoint import latest_checkpoint
+    from trainers.training.model_io import load_policy
+    from trainers.training.sft import sft_stage
+
+    config = _config(args)
+    run_dir = Path(config.output_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    model, tokenizer = load_policy(resolve_model_path(config.model.path, run_dir))
+    checkpoint = latest_checkpoint(run_dir) if args.resume else None
+    summary: dict = {}
+    if config.sft is not None and checkpoint is None:
+        result = sft_stage(config, model, tokenizer)
+        summary["sft"] = {
+            "steps": result.steps,
+            "seconds": round(result.seconds, 1),
+            "loss": result.final_loss,
+        }
+    stop = {"requested": False}
+    # Ctrl-C or SIGTERM ends the current step cleanly and writes a checkpoint instead of losing the run.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.update(requested=True))
+    trainer = build_trainer(config, model=model, tokenizer=tokenizer, should_stop=lambda: stop["requested"])
+    if checkpoint is not None:
+        trainer.resume(checkpoint)
+    result = trainer.train()
+    summary.update(steps=result.steps_done, stopped=result.stopped, seconds=round(result.seconds, 1),
+                   run_dir=str(run_dir), best=result.best)  # fmt: skip
+    print(json.dumps(summary))
+    return 0
