@@ -144,8 +144,10 @@ def start_worker(worker_env, tmp_path):
 # A real browser -------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Chromium for one test module. Not session-wide: Playwright's sync API keeps an event loop running
+    in the main thread, and pytest-django runs the non-database tests (asyncio.run in trainers) last."""
     from playwright.sync_api import sync_playwright
 
     if not os.path.exists(CHROMIUM):
