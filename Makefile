@@ -40,7 +40,7 @@ run: $(STAMP)
 		--access-logfile -
 
 test: $(STAMP)
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests -q --timeout=900  # a hung test fails instead of stalling CI
 
 # Benchmarks need PostgreSQL; each script's output is kept in bench-results/<script>.txt.
 bench: $(STAMP)
