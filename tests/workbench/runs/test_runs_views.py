@@ -144,3 +144,10 @@ def test_form_refuses_another_teams_catalog_version(client_for, outsider, member
     response = client_for(outsider).post(reverse("runs:create"), data)
     assert response.status_code == 400 and response.context["form"].errors["reward_version"]
     assert not Run.objects.exists()
+
+
+def test_viewer_reads_but_cannot_launch_or_cancel(client_for, viewer, run):
+    client = client_for(viewer)
+    assert client.get(run.get_absolute_url()).status_code == 200
+    assert client.post(reverse("runs:cancel", args=[run.pk])).status_code == 403
+    assert client.get(reverse("runs:create")).status_code in (302, 403)
