@@ -201,10 +201,11 @@ def run_execute(
         heartbeat.stopped.set()
         heartbeat.join()
     # The loop also stops itself on an echo-trap alert when the run was configured so.
-    stopped = should_stop.cancelled or bool(getattr(result, "stopped", False))
-    status = RunStatus.CANCELLED if stopped else RunStatus.SUCCEEDED
+    by_alert = not should_stop.cancelled and bool(getattr(result, "stopped", False))
+    status = RunStatus.CANCELLED if should_stop.cancelled or by_alert else RunStatus.SUCCEEDED
+    note = "Stopped by an echo-trap alert (echo_trap.on_alert = stop)." if by_alert else ""
     run_alerts_detect(run=run)
-    run_finish(run_id=run_id, status=status, log_tail=tail.text())
+    run_finish(run_id=run_id, status=status, error=note, log_tail=tail.text())
     return status
 
 

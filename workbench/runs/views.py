@@ -34,6 +34,7 @@ def run_list(request):
         "statuses": RunStatus.values,
         "presets": preset_choices(),
         "can_write": role_at_least(request.team_role, Role.MEMBER),
+        "query": _without(request.GET, "page"),
     }
     return render(request, "runs/list.html", context)
 

@@ -95,6 +95,7 @@ def test_compare_overlays_runs(page, login, member, live_run, team, page_errors,
     page.goto(f"/runs/compare/?runs={live_run.pk},{other.pk}&key=reward/mean")
     expect(page.locator("#compare-chart .main-svg").first).to_be_visible()
     assert page.evaluate("document.getElementById('compare-chart').data.length") == 2
+    assert page.evaluate("window.hacked === undefined")
     screenshot("runs-compare")
     assert page_errors == []
 

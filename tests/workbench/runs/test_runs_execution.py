@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from trainers.training.loop import TrainResult
 from workbench.runs.execution import LEASE_S, RunBusy, run_execute
 from workbench.runs.ingest import checkpoint_record
 from workbench.runs.models import MetricPoint, Run, RunStatus
@@ -92,3 +93,13 @@ def test_a_stale_holder_is_taken_over(run):
     run.heartbeat_at = timezone.now() - timedelta(seconds=LEASE_S + 1)
     run.save()
     assert run_execute(run_id=run.pk, worker="w2", train=scripted()) == RunStatus.SUCCEEDED
+
+
+def test_a_loop_stopped_by_an_echo_trap_alert_ends_cancelled_with_the_reason(run):
+    def train(config, *, sink, should_stop, resume_from=None):
+        sink.log_metrics(1, {"reward/mean": 0.5})
+        return TrainResult(steps_done=1, stopped=True)
+
+    assert run_execute(run_id=run.pk, worker="w1", train=train) == RunStatus.CANCELLED
+    run.refresh_from_db()
+    assert "echo-trap" in run.error

@@ -21,6 +21,11 @@ window.RunCharts = (() => {
     { id: "losses", title: "Losses", keys: ["loss/total", "loss/policy", "loss/value"] },
   ];
 
+  // Plotly reads a few HTML tags in trace names and titles; run names and keys are shown as text.
+  function text(value) {
+    return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  }
+
   // The keys each chart shows, among those the run has logged.
   function resolve(available) {
     const have = new Set(available);
@@ -58,7 +63,7 @@ window.RunCharts = (() => {
     }
     for (const key of chart.keys) {
       const s = series[key];
-      if (s) out.push({ x: s.x, y: s.y, mode: "lines", name: key, type: "scattergl" });
+      if (s) out.push({ x: s.x, y: s.y, mode: "lines", name: text(key), type: "scattergl" });
     }
     return out;
   }
@@ -85,5 +90,5 @@ window.RunCharts = (() => {
     return Math.max(50, Math.min(1000, Math.round((element.clientWidth || 600) / 3)));
   }
 
-  return { resolve, traces, alertShapes, layout, buckets };
+  return { resolve, traces, alertShapes, layout, buckets, text };
 })();
