@@ -19,6 +19,7 @@ from .compare import compare_summary, config_diff
 from .forms import RunForm, RunMetaForm, TrajectoryFilterForm, preset_choices
 from .models import RunStatus
 from .series import series_keys
+from .tokens import turn_pieces
 
 
 def run_list(request):
@@ -140,7 +141,15 @@ def trajectory_list(request, pk: int):
 def trajectory_detail(request, pk: int, tid: int):
     run = selectors.run_get(user=request.user, pk=pk)
     record = selectors.trajectory_get(run=run, pk=tid)
-    return render(request, "runs/trajectory.html", {"run": run, "record": record, "data": record.data})
+    shade = request.GET.get("shade") == "logprob"
+    context = {
+        "run": run,
+        "record": record,
+        "data": record.data,
+        "shade": shade,
+        "pieces": turn_pieces(run, record.data.get("turns", [])) if shade else None,
+    }
+    return render(request, "runs/trajectory.html", context)
 
 
 def trajectory_group(request, pk: int, step: int, group: str):

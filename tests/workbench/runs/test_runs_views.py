@@ -151,3 +151,22 @@ def test_viewer_reads_but_cannot_launch_or_cancel(client_for, viewer, run):
     assert client.get(run.get_absolute_url()).status_code == 200
     assert client.post(reverse("runs:cancel", args=[run.pk])).status_code == 403
     assert client.get(reverse("runs:create")).status_code in (302, 403)
+
+
+def test_tokens_shaded_by_probability_with_the_runs_tokenizer(
+    client_for, member, run, make_trajectory, tmp_path
+):
+    from trainers.models.tiny import build_tokenizer
+
+    tokenizer = build_tokenizer(["The answer is 4.", "<b>bold</b>"] * 50, vocab_size=300)
+    tokenizer.save_pretrained(tmp_path)
+    run.config = {**run.config, "model": {**run.config["model"], "path": str(tmp_path)}}
+    run.save()
+    traj = make_trajectory("g0", 0)
+    ids = tokenizer.encode("<b>bold</b>", add_special_tokens=False)
+    traj.turns[3].text, traj.turns[3].token_ids = "<b>bold</b>", ids
+    traj.turns[3].loss_mask, traj.turns[3].logprobs = [1] * len(ids), [-0.1] * len(ids)
+    trajectories_ingest(run_id=run.pk, batches={1: [traj]})
+    url = reverse("runs:trajectory", args=[run.pk, run.trajectories.get().pk]) + "?shade=logprob"
+    body = client_for(member).get(url).content.decode()
+    assert 'title="logprob -0.100"' in body and "<b>" not in body
