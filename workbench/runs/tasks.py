@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from celery import shared_task
@@ -10,10 +11,18 @@ from .execution import LEASE_S, RunBusy, run_execute
 
 
 def train_with_trainers(config, *, sink, should_stop, resume_from: str | None = None) -> Any:
-    """The trainers library's loop for one delivery; torch is imported on the worker only here."""
-    from trainers.training.build import build_trainer
+    """SFT warm start (when configured, on a first delivery) then the RL loop, as `python -m trainers
+    train` does; torch is imported on the worker only here."""
+    from trainers.training.build import build_trainer, resolve_model_path
+    from trainers.training.model_io import load_policy, load_tokenizer
+    from trainers.training.sft import sft_stage
 
-    trainer = build_trainer(config, sink=sink, should_stop=should_stop)
+    model, tokenizer = load_policy(resolve_model_path(config.model.path, Path(config.output_dir)))
+    if config.model.tokenizer_path is not None:
+        tokenizer = load_tokenizer(config.model.tokenizer_path)
+    if config.sft is not None and resume_from is None:  # a checkpoint already holds the SFT weights
+        sft_stage(config, model, tokenizer)
+    trainer = build_trainer(config, model=model, tokenizer=tokenizer, sink=sink, should_stop=should_stop)
     if resume_from is not None:
         trainer.resume(resume_from)
     return trainer.train()

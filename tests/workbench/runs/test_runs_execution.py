@@ -103,3 +103,36 @@ def test_a_loop_stopped_by_an_echo_trap_alert_ends_cancelled_with_the_reason(run
     assert run_execute(run_id=run.pk, worker="w1", train=train) == RunStatus.CANCELLED
     run.refresh_from_db()
     assert "echo-trap" in run.error
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_sft_then_rl_trains_in_the_worker_path(team, member, tmp_path, settings):
+    """The real trainers path a worker takes: SFT warm start from expert conversations, then RL."""
+    import random
+
+    import torch
+
+    from trainers.demo.arithmetic import make_problem, write_rows
+    from trainers.demo.experts import make_experts, write_experts
+    from workbench.runs.services import run_create
+    from workbench.runs.tasks import train_with_trainers
+
+    torch.set_num_threads(1)
+    settings.VAR_DIR = tmp_path
+    problems = [make_problem(random.Random(0), i) for i in range(8)]
+    config = {
+        "tools": [{"name": "calculator"}],
+        "rollout": {"prompts_per_step": 2, "samples_per_prompt": 2},
+        "limits": {"max_new_tokens_per_turn": 12, "max_turns": 2},
+        "training": {"steps": 1},
+        "sft": {
+            "data_path": str(write_experts(make_experts(problems), tmp_path / "experts.jsonl")),
+            "batch_size": 4,
+        },
+        "data": {"train_path": str(write_rows(problems, tmp_path / "train.jsonl"))},
+    }
+    run = run_create(team=team, user=member, name="sft", config=config, queue="cpu", launch=False)
+    assert run_execute(run_id=run.pk, worker="w1", train=train_with_trainers) == RunStatus.SUCCEEDED
+    assert list(MetricPoint.objects.filter(run=run, key="reward/mean").values_list("step", flat=True)) == [1]
+    assert "sft" in run.config and (tmp_path / "runs" / str(run.pk) / "checkpoints").exists()
