@@ -56,6 +56,7 @@ class HFBackend(GenerationBackend):
         # transformers 5 renamed `past_key_values` to `cache`; remote-code models may still use the old name
         params = inspect.signature(model.forward).parameters
         self.cache_arg = "cache" if "cache" in params else "past_key_values"
+        self.attn_implementation = getattr(model.config, "_attn_implementation", None)
 
     @property
     def device(self) -> torch.device:
@@ -126,7 +127,7 @@ class HFBackend(GenerationBackend):
             attention = torch.cat([attention, attention.new_ones((len(active), 1))], dim=-1)
             out = self.model(
                 input_ids=step_tokens.unsqueeze(-1),
-                attention_mask=attention,
+                attention_mask=self._decode_mask(attention),
                 position_ids=next_pos,
                 **{self.cache_arg: cache},
                 use_cache=True,
@@ -185,6 +186,14 @@ class HFBackend(GenerationBackend):
         prefix = row_prefix(cache, row, attention[row].bool())
         if prefix.length == len(ids):
             self.prefix_cache.store(ids, prefix)
+
+    def _decode_mask(self, attention: Tensor) -> Tensor:
+        """An additive 4D mask for a one-token step: padding is all there is to mask (no future keys),
+        and a ready 4D mask spares the model rebuilding one from the 2D mask at every step."""
+        if self.attn_implementation not in ("sdpa", "eager"):  # flash attention wants the 2D mask
+            return attention
+        dtype = self.model.dtype
+        return (1 - attention[:, None, None, :]).to(dtype) * torch.finfo(dtype).min
 
     def begin_rollout(self) -> None:
         self.prefix_cache.clear()

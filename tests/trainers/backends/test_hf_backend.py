@@ -143,3 +143,15 @@ def test_gumbel_max_samples_follow_the_softmax():
     freq = torch.bincount(tokens, minlength=4).float() / 4000
     # softmax([2, 1, 0, -1]) = [0.644, 0.237, 0.087, 0.032]
     assert torch.allclose(freq, torch.softmax(logits[0], dim=-1), atol=0.025)
+
+
+def test_eager_and_sdpa_attention_sample_alike(tiny_model_dir, backend):
+    from transformers import AutoModelForCausalLM
+
+    eager = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), attn_implementation="eager").eval()
+    requests = [GenerationRequest(p, 6, [], GREEDY) for p in prompts(backend)]
+    ours = HFBackend(eager, backend.tokenizer, prefix_cache_tokens=0).generate(requests)
+    reference = HFBackend(backend.model, backend.tokenizer, prefix_cache_tokens=0).generate(requests)
+    assert [o.token_ids for o in ours] == [o.token_ids for o in reference]
+    for a, b in zip(ours, reference, strict=True):
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
