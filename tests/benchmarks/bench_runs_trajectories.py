@@ -24,6 +24,8 @@ import django
 django.setup()
 
 from django.db import connection  # noqa: E402
+from django.urls import reverse  # noqa: E402
+from runs_bench_support import bench_client, cpu_per_request_ms, timed  # noqa: E402
 
 from workbench.runs.models import Run, TrajectoryRecord  # noqa: E402
 from workbench.runs.selectors import TrajectoryFilters, trajectory_group, trajectory_list  # noqa: E402
@@ -78,13 +80,8 @@ def bench_run(count: int) -> Run:
     return run
 
 
-def timed(fn, repeat: int) -> tuple[float, float]:
-    fn()
-    ms = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        ms.append((time.perf_counter() - started) * 1000)
+def timed_stats(fn, repeat: int) -> tuple[float, float]:
+    ms = timed(fn, repeat)
     return statistics.median(ms), sorted(ms)[int(0.95 * (len(ms) - 1))]
 
 
@@ -121,20 +118,37 @@ def main() -> int:
     }
     worst = 0.0
     for label, (filters, sort) in cases.items():
-        median, p95 = timed(
+        median, p95 = timed_stats(
             lambda f=filters, s=sort: trajectory_list(run=run, filters=f, sort=s).items, args.repeat
         )
         worst = max(worst, p95)
         print(f"{label:34s} median {median:6.1f} ms  p95 {p95:6.1f} ms")
     cursor = deep_cursor(run, 200)
-    median, p95 = timed(
+    median, p95 = timed_stats(
         lambda: trajectory_list(run=run, filters=F(), sort="-reward", cursor=cursor).items, args.repeat
     )
     worst = max(worst, p95)
     print(f"{'run-wide, page 201 by keyset':34s} median {median:6.1f} ms  p95 {p95:6.1f} ms")
-    median, p95 = timed(lambda: trajectory_group(run=run, step=step, group_id=f"s{step}g3"), args.repeat)
+    median, p95 = timed_stats(
+        lambda: trajectory_group(run=run, step=step, group_id=f"s{step}g3"), args.repeat
+    )
     worst = max(worst, p95)
     print(f"{'group view (8 samples, full JSON)':34s} median {median:6.1f} ms  p95 {p95:6.1f} ms")
+    client = bench_client(run)
+    pages = {
+        "page: one step (HTML, 50 rows)": f"?step={step}",
+        "page: run-wide failed calls by turns": "?failed_call=yes&sort=-turns",
+    }
+    for label, query in pages.items():
+        address = reverse("runs:trajectories", args=[run.pk]) + query
+
+        def request(address=address):
+            assert client.get(address).status_code == 200
+
+        median, p95 = timed_stats(request, args.repeat)
+        cpu = cpu_per_request_ms(request, args.repeat)
+        worst = max(worst, p95)
+        print(f"{label:34s} median {median:6.1f} ms  p95 {p95:6.1f} ms  server CPU {cpu:6.1f} ms")
     verdict = "PASS" if worst < TARGET_MS else "FAIL"
     print(f"{verdict}: worst p95 {worst:.1f} ms (target < {TARGET_MS:.0f} ms)")
     return 0 if worst < TARGET_MS else 1
