@@ -8,7 +8,7 @@ import pytest
 from django import forms
 from django.urls import reverse
 
-from trainers.config import RunConfig
+from trainers.config import PRESETS, RunConfig, preset_config
 from workbench.runs.config_form import flatten, schema_fields
 from workbench.runs.ingest import metrics_ingest, trajectories_ingest
 from workbench.runs.models import Run
@@ -170,3 +170,17 @@ def test_tokens_shaded_by_probability_with_the_runs_tokenizer(
     url = reverse("runs:trajectory", args=[run.pk, run.trajectories.get().pk]) + "?shade=logprob"
     body = client_for(member).get(url).content.decode()
     assert 'title="logprob -0.100"' in body and "<b>" not in body
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS.names()))
+def test_every_preset_round_trips_through_the_generated_form(
+    client_for, member, preset, django_capture_on_commit_callbacks
+):
+    config = preset_config(preset).model_dump(mode="json")
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client_for(member).post(reverse("runs:create"), form_post(config, name=preset))
+    assert response.status_code == 302, response.context["form"].errors
+    stored = Run.objects.get(name=preset).config
+    assert {k: v for k, v in stored.items() if k not in ("name", "output_dir")} == {
+        k: v for k, v in config.items() if k not in ("name", "output_dir")
+    }
