@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from django.db import InterfaceError, OperationalError, connection
+
 from trainers.training.sinks import Sink
 from trainers.trajectory import Trajectory
 
@@ -28,12 +30,15 @@ class DatabaseSink(Sink):
         flush_points: int = 500,
         flush_trajectories: int = 256,
         flush_seconds: float = 2.0,
+        retries: int = 3,
+        retry_wait_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.run_id = run_id
         self.flush_points = flush_points
         self.flush_trajectories = flush_trajectories
         self.flush_seconds = flush_seconds
+        self.retries, self.retry_wait_s = retries, retry_wait_s
         self._clock = clock
         self._last_flush = clock()
         self._points: list[tuple[int, str, float]] = []
@@ -63,12 +68,25 @@ class DatabaseSink(Sink):
     def flush(self) -> None:
         """Write what is buffered; buffers are cleared only after the write committed (a retry resends)."""
         if self._points:
-            metrics_ingest(run_id=self.run_id, points=self._points)
+            self._retrying(lambda: metrics_ingest(run_id=self.run_id, points=self._points))
             self._points = []
         if self._trajectories:
-            trajectories_ingest(run_id=self.run_id, batches=self._trajectories)
+            self._retrying(lambda: trajectories_ingest(run_id=self.run_id, batches=self._trajectories))
             self._trajectories = {}
         self._last_flush = self._clock()
+
+    def _retrying(self, write: Callable[[], Any]) -> None:
+        """A dropped database connection costs a reconnect, not the run: every batch is an idempotent
+        upsert, so sending it again after a failure that may or may not have committed is safe."""
+        for attempt in range(self.retries + 1):
+            try:
+                write()
+                return
+            except (OperationalError, InterfaceError):
+                if attempt == self.retries:
+                    raise
+                connection.close()
+                time.sleep(self.retry_wait_s * (attempt + 1))
 
     def close(self) -> None:
         self.flush()

@@ -58,3 +58,20 @@ def test_alerts_are_stored(run):
     sink = DatabaseSink(run.id, clock=FakeClock())
     sink.log_alerts([{"step": 3, "rule": "entropy_drop", "evidence": {"drop": 0.6}}])
     assert list(run.alerts.values_list("rule", flat=True)) == ["entropy_drop"]
+
+
+def test_a_dropped_connection_is_retried_without_duplicates(transactional_db, run):
+    """The database kills the sink's connection mid-run; the batch is sent again on a new one."""
+    import psycopg
+    from django.db import connection
+
+    sink = DatabaseSink(run.id, flush_points=1000, flush_seconds=60, retry_wait_s=0, clock=FakeClock())
+    sink.log_metrics(0, {"a": 1.0, "b": 2.0})
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    params = connection.get_connection_params()
+    with psycopg.connect(**params, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+    sink.flush()
+    assert sorted(MetricPoint.objects.filter(run=run).values_list("key", "value")) == [("a", 1.0), ("b", 2.0)]
