@@ -58,12 +58,12 @@ class DatabaseSink(Sink):
 
     def log_checkpoint(self, step: int, path: Path) -> None:
         self.flush()
-        checkpoint_record(run_id=self.run_id, step=step, path=str(path))
+        self._retrying(lambda: checkpoint_record(run_id=self.run_id, step=step, path=str(path)))
 
     def log_alerts(self, alerts: Sequence[Any]) -> None:
         if alerts:
             self.flush()
-            alerts_record(run_id=self.run_id, alerts=alerts)
+            self._retrying(lambda: alerts_record(run_id=self.run_id, alerts=alerts))
 
     def flush(self) -> None:
         """Write what is buffered; buffers are cleared only after the write committed (a retry resends)."""
