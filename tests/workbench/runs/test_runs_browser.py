@@ -108,3 +108,15 @@ def test_new_run_form_shows_schema_errors_on_the_field(page, login, member, page
     page.get_by_role("button", name="Launch").click()
     expect(page.locator(".has-error[data-path='algorithm.eps']")).to_be_visible()
     assert page_errors == []
+
+
+def test_hostile_run_names_stay_text_in_lists_charts_and_compare(page, login, member, live_run, page_errors):
+    live_run.name = HOSTILE
+    live_run.save()
+    login(member)
+    for url in ("/runs/", live_run.get_absolute_url(), f"/runs/compare/?runs={live_run.pk}&key=reward/mean"):
+        page.goto(url)
+        expect(page.locator("main")).to_contain_text("<script>window.hacked=1</script>")
+    expect(page.locator("#compare-chart .main-svg").first).to_be_visible()
+    assert page.evaluate("window.hacked === undefined")
+    assert page_errors == []
