@@ -123,15 +123,18 @@ def sft_train(
     lr: float = 3e-3,
     warmup_steps: int = 20,
     weight_decay: float = 0.0,
+    decay: bool = True,
     max_seconds: float | None = None,
     seed: int = 0,
     should_stop: Callable[[], bool] | None = None,
     on_step: Callable[[int, dict[str, float]], None] | None = None,
 ) -> SFTResult:
-    """AdamW with linear warmup and cosine decay over `steps`; stops early at `max_seconds`."""
+    """AdamW, linear warmup, then cosine decay over `steps` (or constant); stops early at `max_seconds`."""
     rng = random.Random(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _warmup_cosine(s, warmup_steps, steps))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: _warmup_cosine(s, warmup_steps, steps if decay else 0)
+    )
     model.train()
     start, loss_value, step = time.perf_counter(), float("nan"), 0
     order: list[int] = []
@@ -167,6 +170,8 @@ def _warmup_cosine(step: int, warmup: int, total: int) -> float:
 
     if step < warmup:
         return (step + 1) / warmup
+    if total <= 0:
+        return 1.0
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
     return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))  # decays to a tenth, not to zero
 
