@@ -68,16 +68,18 @@ window.RunCharts = (() => {
     return out;
   }
 
-  // Alerts as shaded step ranges (from where the signal peaked to where the rule fired) and a line
-  // at the step that fired, so overlapping regions stay readable.
+  // Echo-trap alerts (critical) as a shaded step range from where the signal peaked to where the rule
+  // fired; every alert also gets a dotted line at its step. Warnings get only the line, so the
+  // regions of the rules that make up one echo trap do not stack.
   function alertShapes(alerts) {
-    return alerts.flatMap((a) => {
+    const ordered = [...alerts].sort((a, b) => (a.severity === "critical") - (b.severity === "critical"));
+    return ordered.flatMap((a) => {
+      const critical = a.severity === "critical";
+      const rgb = critical ? "220,40,40" : "240,150,0";
+      const line = { type: "line", xref: "x", yref: "paper", x0: a.step, x1: a.step, y0: 0, y1: 1, line: { color: `rgba(${rgb},0.9)`, width: 1.5, dash: "dot" } };
+      if (!critical) return [line];
       const start = Math.min(a.start_step ?? a.step, a.step);
-      const rgb = a.severity === "critical" ? "220,40,40" : "240,150,0";
-      return [
-        { type: "rect", xref: "x", yref: "paper", x0: start - 0.5, x1: a.step + 0.5, y0: 0, y1: 1, fillcolor: `rgba(${rgb},0.07)`, line: { width: 0 }, layer: "below" },
-        { type: "line", xref: "x", yref: "paper", x0: a.step, x1: a.step, y0: 0, y1: 1, line: { color: `rgba(${rgb},0.9)`, width: 1.5, dash: "dot" } },
-      ];
+      return [{ type: "rect", xref: "x", yref: "paper", x0: start - 0.5, x1: a.step + 0.5, y0: 0, y1: 1, fillcolor: `rgba(${rgb},0.08)`, line: { width: 0 }, layer: "below" }, line];
     });
   }
 
