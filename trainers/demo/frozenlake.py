@@ -93,3 +93,34 @@ def lake_config(estimator: str, out: Path, model_dir: Path, train_path: Path, **
     }  # fmt: skip
     base.update(overrides)
     return validate_config(base)
+
+
+def run_lake_demo(
+    out: str | Path, *, estimator: str = "gigpo", seed: int = 0, sft_steps: int = 300, rl_steps: int = 15
+) -> dict[str, float]:
+    """SFT on 400 shortest-path experts, then RL on the environment reward; returns the success rates
+    (env reward mean) of the first and last RL steps' rollouts and of the best step."""
+    import json
+
+    from trainers.demo.model import build_demo_model
+    from trainers.templates import TEMPLATES
+    from trainers.training.build import build_trainer
+    from trainers.training.model_io import load_policy
+    from trainers.training.sft import render_experts, sft_train
+    from trainers.training.sinks import read_jsonl
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    records = make_lake_experts(400, seed=seed)
+    template, tools = TEMPLATES.get("qwen_tool")(), Toolset.build(["frozenlake"]).specs()
+    base = build_demo_model(out / "base", records, template=template, tools=tools, seed=seed)
+    model, tokenizer = load_policy(base)
+    examples = render_experts(records, template=template, tokenizer=tokenizer, tools=tools)
+    sft_train(model, examples, pad_token_id=tokenizer.pad_token_id, steps=sft_steps, batch_size=16, lr=1e-3,
+              seed=seed)  # fmt: skip
+    rows = out / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in lake_rows(256)), encoding="utf-8")
+    config = lake_config(estimator, out / estimator, base, rows, seed=seed, training={"steps": rl_steps})
+    build_trainer(config, model=model, tokenizer=tokenizer).train()
+    rewards = [m["reward/mean"] for m in read_jsonl(out / estimator / "metrics.jsonl")]
+    return {"first_step": rewards[0], "last_step": rewards[-1], "best_step": max(rewards)}
