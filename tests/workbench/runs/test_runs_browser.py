@@ -61,14 +61,17 @@ def test_dashboard_draws_live_charts_with_alerts_and_zoom(
 ):
     login(member)
     page.goto(live_run.get_absolute_url())
-    expect(page.locator("#chart-reward .main-svg").first).to_be_visible()
+    expect(page.locator("#chart-reward .main-svg").first).to_be_visible(timeout=30_000)
     expect(page.locator("#alerts")).to_contain_text("echo_trap")
     assert page.locator(".chart").count() >= 5
     assert page.evaluate("document.getElementById('chart-group-std').layout.shapes.length") >= 1
-    with page.expect_response(lambda r: "step_min=100" in r.url):
+    with page.expect_response(lambda r: "step_min=100" in r.url, timeout=30_000):
         page.evaluate("Plotly.relayout('chart-entropy', {'xaxis.range[0]': 100, 'xaxis.range[1]': 120})")
     metrics_ingest(run_id=live_run.pk, points=metrics(300, 400))
-    page.wait_for_function("Math.max(...document.getElementById('chart-reward').data.at(-1).x) >= 399")
+    # the htmx-polled status strip notices the new steps and the charts re-fetch (slow on a loaded box)
+    page.wait_for_function(
+        "Math.max(...document.getElementById('chart-reward').data.at(-1).x) >= 399", timeout=60_000
+    )
     screenshot("runs-dashboard")
     assert page_errors == []
 
