@@ -75,12 +75,20 @@ def run_train(args: argparse.Namespace) -> int:
         }
     stop = {"requested": False}
     # Ctrl-C or SIGTERM ends the current step cleanly and writes a checkpoint instead of losing the run.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.update(requested=True))
-    trainer = build_trainer(config, model=model, tokenizer=tokenizer, should_stop=lambda: stop["requested"])
-    if checkpoint is not None:
-        trainer.resume(checkpoint)
-    result = trainer.train()
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.update(requested=True))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        trainer = build_trainer(
+            config, model=model, tokenizer=tokenizer, should_stop=lambda: stop["requested"]
+        )
+        if checkpoint is not None:
+            trainer.resume(checkpoint)
+        result = trainer.train()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     summary.update(steps=result.steps_done, stopped=result.stopped, seconds=round(result.seconds, 1),
                    run_dir=str(run_dir), best=result.best)  # fmt: skip
     print(json.dumps(summary))
