@@ -129,13 +129,3 @@ def team_role_required(min_role: str = Role.VIEWER):
         return wrapper
 
     return decorator
-
-
-class TeamRoleRequiredMixin:
-    """Class-based views: same check as team_role_required, role from `min_role`."""
-
-    min_role: str = Role.VIEWER
-
-    def dispatch(self, request, *args, **kwargs):
-        checked = team_role_required(self.min_role)(super().dispatch)
-        return checked(request, *args, **kwargs)

@@ -42,15 +42,6 @@ def catalog_version_create(*, item: CatalogItem, version: CatalogVersion, user) 
     return _version_save(item=locked, version=version, user=user, number=version_next_number(item=locked))
 
 
-@transaction.atomic
-def catalog_item_rename(*, item: CatalogItem, name: str, user) -> CatalogItem:
-    require_role(user=user, team=item.team_id, min_role=Role.MEMBER)
-    item.name = name
-    item.full_clean()
-    item.save(update_fields=["name", "updated_at"])
-    return item
-
-
 def catalog_item_soft_delete(*, item: CatalogItem, user) -> None:
     """Hide the item from lists; its versions stay for the runs that pin them, and its name is free again."""
     require_role(user=user, team=item.team_id, min_role=Role.MEMBER)
