@@ -36,7 +36,7 @@ def test_grpo_raises_the_tool_call_rate(tmp_path):
     model, tokenizer = load_policy(base)
     examples = render_experts(records, template=template, tokenizer=tokenizer, tools=tools)
     sft_train(model, examples, pad_token_id=tokenizer.pad_token_id, steps=100, batch_size=16, lr=3e-3)
-    settings = DemoSettings(rl_steps=6, rl_lr=1e-3, eval_every=0, eval_samples=2)
+    settings = DemoSettings(rl_steps=6, rl_lr=1e-3, kl_coef=0.0, eval_every=0, eval_samples=2)
     rows = [p.row() for p in held_out]
     before = held_out_eval(model, tokenizer, rows, settings)["sampled/tool_call_rate"]
     config = rl_config(settings, tmp_path, base, data, reward=ARTIST)
