@@ -40,7 +40,8 @@ run: $(STAMP)
 		--access-logfile -
 
 test: $(STAMP)
-	$(PY) -m pytest tests -q --timeout=900  # a hung test fails instead of stalling CI
+	# importlib mode: test files in different folders may share a basename; a hang fails instead of stalling.
+	$(PY) -m pytest tests -q --import-mode=importlib --timeout=900
 
 # Benchmarks need PostgreSQL; each script's output is kept in bench-results/<script>.txt.
 bench: $(STAMP)
