@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # `make bench` runs this file directly
+
 PROMPTS, GENERATIONS, NEW_TOKENS = 8, 8, 32
 # What TRL renders for a one-message conversation with the tiny tokenizer's chat template: same tokens in.
 CHAT_PROMPT = "<|im_start|>user\n{{ question }}<|im_end|>\n<|im_start|>assistant\n"

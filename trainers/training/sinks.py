@@ -51,6 +51,23 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _record(trajectory: Trajectory) -> dict[str, Any]:
+    """`Trajectory.to_dict()` without `asdict`'s deep copies (a tenth of a step's time on the CPU demo)."""
+
+    def plain(obj: Any) -> dict[str, Any]:
+        return dict(vars(obj))
+
+    turns = [
+        {
+            **plain(t),
+            "tool_calls": [plain(c) for c in t.tool_calls],
+            "tool_results": [plain(r) for r in t.tool_results],
+        }
+        for t in trajectory.turns
+    ]
+    return {**plain(trajectory), "turns": turns}
+
+
 def _line(record: dict[str, Any]) -> str:
     clean = {k: _jsonable(v) for k, v in record.items()}
     return json.dumps(clean, ensure_ascii=False, default=str) + "\n"
@@ -78,7 +95,7 @@ class RunDirSink(Sink):
     def log_trajectories(self, step: int, trajectories: Sequence[Trajectory]) -> None:
         if self.trajectories_every <= 0 or step % self.trajectories_every:
             return
-        self._write("trajectories.jsonl", "".join(_line({"step": step, **t.to_dict()}) for t in trajectories))
+        self._write("trajectories.jsonl", "".join(_line({"step": step, **_record(t)}) for t in trajectories))
 
     def log_eval(self, step: int, results: dict[str, float]) -> None:
         self._write("eval.jsonl", _line({"step": step, **results}))

@@ -1,9 +1,10 @@
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from trainers.training.sinks import MultiSink, RunDirSink, Sink, read_jsonl
-from trainers.trajectory import Trajectory
+from trainers.trajectory import ToolCall, ToolResult, Trajectory
 
 
 @dataclass
@@ -67,3 +68,14 @@ def test_multi_sink_fans_out_in_order():
     sink.log_alerts([1, 2])
     sink.close()
     assert first.calls == second.calls == [("metrics", 3), ("alerts", 2), ("close", None)]
+
+
+def test_logged_trajectory_equals_its_to_dict(tmp_path, build_trajectory):
+    traj = build_trajectory([1, 2], [("assistant", [3, 4]), ("tool", [5])])
+    traj.turns[1].tool_calls = [ToolCall("calculator", {"expression": "1 + 2"})]
+    traj.turns[1].tool_results = [ToolResult("calculator", True, "3")]
+    sink = RunDirSink(tmp_path)
+    sink.log_trajectories(0, [traj])
+    sink.close()
+    (line,) = read_jsonl(tmp_path / "trajectories.jsonl")
+    assert {k: v for k, v in line.items() if k != "step"} == json.loads(traj.to_json())
