@@ -30,6 +30,7 @@ run: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py seed_demo
+	$(PY) manage.py seed_demo_runs
 	@echo ""
 	@echo "  Workbench: http://$(HOST):$(PORT)/   (log in as shown above; worker log: var/worker.log)"
 	@echo ""
@@ -41,7 +42,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	# importlib mode: test files in different folders may share a basename; a hang fails instead of stalling.
-	$(PY) -m pytest tests -q --import-mode=importlib --timeout=900
+	$(PY) -m pytest tests -q --timeout=900
 
 # Benchmarks need PostgreSQL; each script's output is kept in bench-results/<script>.txt.
 bench: $(STAMP)
