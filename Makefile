@@ -40,8 +40,8 @@ run: $(STAMP)
 	$(VENV)/bin/gunicorn workbench.wsgi -b $(HOST):$(PORT) --workers 2 --threads 4 --timeout 600 \
 		--access-logfile -
 
+# A per-test timeout makes a hang fail the run instead of stalling CI.
 test: $(STAMP)
-	# importlib mode: test files in different folders may share a basename; a hang fails instead of stalling.
 	$(PY) -m pytest tests -q --timeout=900
 
 # Benchmarks need PostgreSQL; each script's output is kept in bench-results/<script>.txt.
