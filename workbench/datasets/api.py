@@ -2,8 +2,9 @@
 
 from django.http import JsonResponse
 
+from workbench.catalog import api as catalog_api
 from workbench.datasets import selectors
-from workbench.datasets.models import Dataset, DatasetRow, DatasetVersion
+from workbench.datasets.models import DatasetRow, DatasetVersion
 
 
 def _version_json(version: DatasetVersion) -> dict:
@@ -29,21 +30,16 @@ def _row_json(row: DatasetRow) -> dict:
     }
 
 
-def _dataset_json(dataset: Dataset) -> dict:
-    return {"id": dataset.pk, "name": dataset.name, "team": dataset.team.name}
-
-
 def dataset_list(request):
-    datasets = selectors.dataset_list(user=request.user, team=None).select_related("team")
-    items = [{**_dataset_json(d), "latest_version": d.latest_number} for d in datasets]
-    return JsonResponse({"datasets": items})
+    datasets = selectors.dataset_list(user=request.user, team=None)
+    return catalog_api.list_response(key="datasets", items=datasets)
 
 
 def dataset_detail(request, pk: int):
     dataset = selectors.dataset_get(user=request.user, pk=pk)
     version = selectors.dataset_version_get(dataset=dataset, number=None)
     body = {
-        **_dataset_json(dataset),
+        **catalog_api.item_json(dataset),
         "version": _version_json(version),
         "statistics": version.statistics,
         "preview": [_row_json(row) for row in selectors.dataset_rows(version=version)],
