@@ -1,12 +1,11 @@
 """Dataset pages: list, detail with preview and statistics, upload (create / new version), upload progress."""
 
 from django.core.exceptions import ValidationError
-from django.http import Http404
 from django.shortcuts import redirect, render
 
 from workbench.accounts.access import role_at_least, team_role_required
 from workbench.accounts.models import Role
-from workbench.accounts.selectors import role_for
+from workbench.catalog import pages
 from workbench.datasets import selectors, services
 from workbench.datasets.forms import DatasetCreateForm, DatasetUploadForm
 from workbench.datasets.splits import EVAL, TRAIN
@@ -20,13 +19,10 @@ def dataset_list(request):
 
 def dataset_detail(request, pk: int):
     dataset = selectors.dataset_get(user=request.user, pk=pk)
-    version = selectors.dataset_version_get(dataset=dataset, number=_int(request.GET.get("version")))
+    version = selectors.dataset_version_get(dataset=dataset, number=pages.requested_version(request))
     context = {
-        "dataset": dataset,
-        "version": version,
-        "versions": dataset.versions.order_by("-number").values_list("number", flat=True),
+        **pages.detail_context(request, item=dataset, version=version, item_key="dataset"),
         "rows": selectors.dataset_rows(version=version),
-        "can_write": role_at_least(role_for(user=request.user, team=dataset.team), Role.MEMBER),
     }
     return render(request, "datasets/detail.html", context)
 
@@ -51,9 +47,7 @@ def dataset_create(request):
 
 
 def dataset_edit(request, pk: int):
-    dataset = selectors.dataset_get(user=request.user, pk=pk, min_role=Role.MEMBER)
-    if dataset.is_deleted:  # a deleted item gets no new versions
-        raise Http404
+    dataset = pages.editable(selectors.dataset_get(user=request.user, pk=pk, min_role=Role.MEMBER))
     latest = dataset.latest_version()
     initial = {
         "description": latest.description,
@@ -100,10 +94,3 @@ def upload_status(request, pk: int):
     """htmx partial polled while the upload's task runs."""
     upload = selectors.dataset_upload_get(user=request.user, pk=pk)
     return render(request, "datasets/_upload_status.html", {"upload": upload})
-
-
-def _int(value) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None

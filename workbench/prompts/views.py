@@ -1,13 +1,12 @@
 """Prompt template pages: list, detail and form with a live htmx preview, create (from presets), edit."""
 
 from django.core.exceptions import ValidationError
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from workbench.accounts.access import role_at_least, team_role_required
 from workbench.accounts.models import Role
-from workbench.accounts.selectors import role_for
+from workbench.catalog import pages
 from workbench.datasets.models import DatasetRow
 from workbench.prompts import rendering, selectors, services
 from workbench.prompts.forms import PreviewForm, PromptTemplateCreateForm, PromptTemplateForm
@@ -26,13 +25,10 @@ def prompt_template_list(request):
 
 def prompt_template_detail(request, pk: int):
     item = selectors.prompt_template_get(user=request.user, pk=pk)
-    version = selectors.prompt_template_version_get(item=item, number=_int(request.GET.get("version")))
+    version = selectors.prompt_template_version_get(item=item, number=pages.requested_version(request))
     context = {
-        "item": item,
-        "version": version,
-        "versions": item.versions.order_by("-number").values_list("number", flat=True),
+        **pages.detail_context(request, item=item, version=version),
         "preview_form": PreviewForm(user=request.user, team=item.team),
-        "can_write": role_at_least(role_for(user=request.user, team=item.team), Role.MEMBER),
     }
     return render(request, "prompts/detail.html", context)
 
@@ -56,9 +52,7 @@ def prompt_template_create(request):
 
 
 def prompt_template_edit(request, pk: int):
-    item = selectors.prompt_template_get(user=request.user, pk=pk, min_role=Role.MEMBER)
-    if item.is_deleted:  # a deleted item gets no new versions
-        raise Http404
+    item = pages.editable(selectors.prompt_template_get(user=request.user, pk=pk, min_role=Role.MEMBER))
     latest = item.latest_version()
     initial = {"family": latest.family, "source": latest.source, "description": latest.description}
     form = PromptTemplateForm(request.POST or None, initial=initial)
@@ -105,10 +99,3 @@ def prompt_template_preview(request):
         tokenizer=data["tokenizer"],
     )
     return render(request, "prompts/_preview.html", {"preview": preview})
-
-
-def _int(value) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None

@@ -1,13 +1,12 @@
 """Reward definition pages: list, detail with "test on a sample", create and edit (a component formset)."""
 
 from django.core.exceptions import ValidationError
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from workbench.accounts.access import role_at_least, team_role_required
 from workbench.accounts.models import Role
-from workbench.accounts.selectors import role_for
+from workbench.catalog import pages
 from workbench.datasets.models import DatasetRow
 from workbench.rewards import selectors, services
 from workbench.rewards.definitions import component_reference
@@ -29,13 +28,10 @@ def reward_definition_list(request):
 
 def reward_definition_detail(request, pk: int):
     item = selectors.reward_definition_get(user=request.user, pk=pk)
-    version = selectors.reward_definition_version_get(item=item, number=_int(request.GET.get("version")))
+    version = selectors.reward_definition_version_get(item=item, number=pages.requested_version(request))
     context = {
-        "item": item,
-        "version": version,
-        "versions": item.versions.order_by("-number").values_list("number", flat=True),
+        **pages.detail_context(request, item=item, version=version),
         "sample_form": SampleForm(user=request.user, team=item.team),
-        "can_write": role_at_least(role_for(user=request.user, team=item.team), Role.MEMBER),
     }
     return render(request, "rewards/detail.html", context)
 
@@ -57,9 +53,7 @@ def reward_definition_create(request):
 
 
 def reward_definition_edit(request, pk: int):
-    item = selectors.reward_definition_get(user=request.user, pk=pk, min_role=Role.MEMBER)
-    if item.is_deleted:  # a deleted item gets no new versions
-        raise Http404
+    item = pages.editable(selectors.reward_definition_get(user=request.user, pk=pk, min_role=Role.MEMBER))
     latest = item.latest_version()
     form = RewardDefinitionForm(request.POST or None, initial={"description": latest.description})
     initial = [{**c, "params": c.get("params") or {}} for c in latest.components]
@@ -112,10 +106,3 @@ def reward_definition_test(request, pk: int, number: int):
         total_steps=data["total_steps"],
     )
     return render(request, "rewards/_score.html", {"score": score, "ground_truth": ground_truth})
-
-
-def _int(value) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None

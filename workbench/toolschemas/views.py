@@ -3,13 +3,12 @@
 import json
 
 from django.core.exceptions import ValidationError
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from workbench.accounts.access import role_at_least, team_role_required
 from workbench.accounts.models import Role
-from workbench.accounts.selectors import role_for
+from workbench.catalog import pages
 from workbench.toolschemas import selectors, services
 from workbench.toolschemas.forms import ToolSchemaCreateForm, ToolSchemaForm, TryForm
 from workbench.toolschemas.models import Implementation
@@ -27,15 +26,12 @@ def tool_schema_list(request):
 
 def tool_schema_detail(request, pk: int):
     item = selectors.tool_schema_get(user=request.user, pk=pk)
-    version = selectors.tool_schema_version_get(item=item, number=_int(request.GET.get("version")))
+    version = selectors.tool_schema_version_get(item=item, number=pages.requested_version(request))
     example = {key: "" for key in version.parameters.get("required", [])}
     context = {
-        "item": item,
-        "version": version,
-        "versions": item.versions.order_by("-number").values_list("number", flat=True),
+        **pages.detail_context(request, item=item, version=version),
         "spec_json": json.dumps(version.spec(), indent=2, ensure_ascii=False),
         "try_form": TryForm(initial={"arguments": json.dumps(example)}),
-        "can_write": role_at_least(role_for(user=request.user, team=item.team), Role.MEMBER),
     }
     return render(request, "toolschemas/detail.html", context)
 
@@ -72,9 +68,7 @@ def tool_schema_create(request):
 
 
 def tool_schema_edit(request, pk: int):
-    item = selectors.tool_schema_get(user=request.user, pk=pk, min_role=Role.MEMBER)
-    if item.is_deleted:  # a deleted item gets no new versions
-        raise Http404
+    item = pages.editable(selectors.tool_schema_get(user=request.user, pk=pk, min_role=Role.MEMBER))
     latest = item.latest_version()
     initial = {
         "function_name": latest.function_name,
@@ -124,10 +118,3 @@ def _preset(name: str) -> dict:
         "implementation": Implementation.BUILTIN,
         "builtin": name,
     }
-
-
-def _int(value) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
