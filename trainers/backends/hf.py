@@ -36,9 +36,11 @@ class HFBackend(GenerationBackend):
         prefix_cache_tokens: int = 32768,
     ) -> None:
         if isinstance(model, (str, Path)):
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import AutoModelForCausalLM
 
-            tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
+            from trainers.models.loading import load_tokenizer
+
+            tokenizer = tokenizer or load_tokenizer(model)
             torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
             model = AutoModelForCausalLM.from_pretrained(str(model), dtype=torch_dtype or "auto")
             model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))

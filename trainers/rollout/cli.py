@@ -80,6 +80,6 @@ def model_path(path: str, out_dir: Path) -> str:
 
 
 def _tokenizer(path: str):
-    from transformers import AutoTokenizer
+    from trainers.models.loading import load_tokenizer
 
-    return AutoTokenizer.from_pretrained(path)
+    return load_tokenizer(path)

@@ -16,11 +16,12 @@ from trainers.config.schema import RunConfig
 from trainers.filters import FILTERS
 from trainers.losses.objective import PolicyLossConfig
 from trainers.metrics.echo_trap import EchoTrapDetector
+from trainers.models.loading import load_tokenizer
 from trainers.rollout.engine import RolloutEngine
 from trainers.training.data import PromptSampler, read_rows, split_rows
 from trainers.training.evaluate import Evaluator, correctness_judge
 from trainers.training.loop import LoopSettings, Trainer
-from trainers.training.model_io import load_policy, load_tokenizer
+from trainers.training.model_io import load_policy
 from trainers.training.policy import ValueHead, frozen_copy
 from trainers.training.sinks import RunDirSink, Sink
 from trainers.training.update import UpdateSettings

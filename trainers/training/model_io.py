@@ -1,9 +1,4 @@
-"""Loading a local policy and its tokenizer for training (never from a hub name).
-
-transformers 5 rebuilds the pre-tokenizer of some model types (Qwen2 among them) from its own
-defaults when `AutoTokenizer` loads them; `tokenizer.json` is the tokenizer that was trained, so
-we load that file as it is whenever a checkpoint has one.
-"""
+"""Loading a local policy and its tokenizer for training (never from a hub name)."""
 
 from __future__ import annotations
 
@@ -12,14 +7,7 @@ from typing import Any
 
 import torch
 
-
-def load_tokenizer(path: str | Path) -> Any:
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
-
-    path = Path(path)
-    if (path / "tokenizer.json").exists():
-        return PreTrainedTokenizerFast.from_pretrained(str(path))
-    return AutoTokenizer.from_pretrained(str(path))
+from trainers.models.loading import load_tokenizer
 
 
 def load_policy(path: str | Path, *, dtype: torch.dtype = torch.float32) -> tuple[Any, Any]:

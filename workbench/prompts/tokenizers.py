@@ -23,10 +23,10 @@ def _tiny() -> Any:
 
 @lru_cache(maxsize=4)
 def _local(path: str) -> Any:
-    from transformers import AutoTokenizer
+    from trainers.models.loading import load_tokenizer as load_local
 
     try:
-        return AutoTokenizer.from_pretrained(path, local_files_only=True)
+        return load_local(path)
     except (OSError, ValueError) as exc:
         raise TokenizerError(f"cannot load a tokenizer from {path}: {exc}") from exc
 

@@ -13,8 +13,9 @@ from .execution import LEASE_S, RunBusy, run_execute
 def train_with_trainers(config, *, sink, should_stop, resume_from: str | None = None) -> Any:
     """SFT warm start (when configured, on a first delivery) then the RL loop, as `python -m trainers
     train` does; torch is imported on the worker only here."""
+    from trainers.models.loading import load_tokenizer
     from trainers.training.build import build_trainer, resolve_model_path
-    from trainers.training.model_io import load_policy, load_tokenizer
+    from trainers.training.model_io import load_policy
     from trainers.training.sft import sft_stage
 
     model, tokenizer = load_policy(resolve_model_path(config.model.path, Path(config.output_dir)))
