@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from trainers.demo.recipe import DemoSettings
+from trainers.demo.settings import DemoSettings
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
