@@ -1,11 +1,15 @@
 """RAGEN echo-trap detector (arXiv 2504.20073, sec. 4.1): rules over the metric stream.
 
-The collapse's signature: within-group reward std falls off a cliff, entropy drops, the gradient
-norm spikes. Rules: `std_collapse` (smoothed std below a fraction of its running peak),
-`entropy_drop` (smoothed entropy below a fraction of its peak or early level), `grad_spike` (grad
-norm above a multiple of its rolling median), and `echo_trap` when the std collapse coincides with
-an entropy drop or a grad spike within `coincidence_window` steps. Each rule fires when its
-condition becomes true and re-arms when it is false again.
+The collapse's signature: within-group reward std falls off a cliff and entropy drops while reward
+stagnates or falls, with gradient-norm spikes. A healthy run also sharpens (entropy and group std
+fall), but while reward rises towards its best; so the std and entropy rules are gated on reward.
+Rules: `std_collapse` (smoothed std below a fraction of its running peak), `entropy_drop` (smoothed
+entropy below a fraction of its peak or early level), both only while smoothed reward has gained at
+most `reward_tolerance` since the rule's reference step; `grad_spike` (grad norm above a multiple
+of its rolling median), reported only within `coincidence_window` steps of a std or entropy signal
+unless `isolated_grad_spikes`; and `echo_trap` when the std collapse coincides with an entropy drop
+or a grad spike within `coincidence_window` steps. Each rule fires when its condition becomes true
+and re-arms when it is false again.
 """
 
 from __future__ import annotations
@@ -40,6 +44,16 @@ class EchoTrapConfig(BaseModel):
     grad_spike_factor: float = Field(5.0, gt=1, description="alert when grad norm > factor * rolling median")
     grad_window: int = Field(20, ge=2, description="past points in the grad norm rolling median")
     coincidence_window: int = Field(10, ge=0, description="steps within which signals count as coinciding")
+    reward_tolerance: float = Field(
+        0.05,
+        ge=0,
+        description="std/entropy rules alert only if smoothed reward gained at most this since their"
+        " reference step: sharpening while reward rises is convergence, not the trap",
+    )
+    isolated_grad_spikes: bool = Field(
+        False,
+        description="also alert on grad spikes with no std or entropy signal near (small batches spike)",
+    )
 
 
 @dataclass
@@ -71,6 +85,11 @@ class _Series:
         if self.smoothed[-1] > self.peak:
             self.peak, self.peak_step = self.smoothed[-1], step
 
+    def smoothed_at(self, step: int) -> float:
+        """The smoothed value at the last point on or before `step` (the first point if none is)."""
+        index = max(0, sum(1 for s, _ in self.points if s <= step) - 1)
+        return self.smoothed[index]
+
 
 class EchoTrapDetector:
     """Streaming: call `update(step, metrics)` once per step; `detect(series)` replays stored series."""
@@ -81,6 +100,7 @@ class EchoTrapDetector:
         self.active: dict[str, bool] = {}
         self.last_fired: dict[str, int] = {}
         self.latest: dict[str, Alert] = {}
+        self.spike: Alert | None = None  # the latest grad spike, reported or not: an echo-trap partner
 
     def update(self, step: int, metrics: Mapping[str, float]) -> list[Alert]:
         """Add this step's points; a rule is judged only when its own series got a new point."""
@@ -95,10 +115,14 @@ class EchoTrapDetector:
         for rule, key, check in (
             ("std_collapse", cfg.std_key, self._std_collapse),
             ("entropy_drop", cfg.entropy_key, self._entropy_drop),
-            ("grad_spike", cfg.grad_norm_key, self._grad_spike),
         ):
             if key in fresh:
                 alerts += self._transition(rule, step, check(step, self.series[key]))
+        if cfg.grad_norm_key in fresh:
+            spike = self._grad_spike(step, self.series[cfg.grad_norm_key])
+            self.spike = spike or self.spike
+            reported = cfg.isolated_grad_spikes or self._near(step, ("std_collapse", "entropy_drop"))
+            alerts += self._transition("grad_spike", step, spike if reported else None)
         alerts += self._transition("echo_trap", step, self._echo_trap(step))
         return alerts
 
@@ -119,16 +143,18 @@ class EchoTrapDetector:
         value = s.smoothed[-1]
         if value >= cfg.std_collapse_ratio * s.peak:
             return None
+        reward = self._reward_since(s.peak_step)
+        if reward is None:
+            return None
         fraction = value / s.peak
         evidence = {"value": value, "peak": s.peak, "peak_step": s.peak_step, "fraction_of_peak": fraction}
         message = (
             f"within-group reward std fell to {fraction:.0%} of its peak {s.peak:.3g} "
             f"(step {s.peak_step}) at step {step}"
         )
-        reward = self.series.get(cfg.reward_key)
-        if reward is not None:
-            evidence["reward_mean"] = reward.points[-1][1]
-            message += f"; reward mean {reward.points[-1][1]:.3g}"
+        evidence.update(reward)
+        if reward:
+            message += f"; reward mean {reward['reward_mean']:.3g}, {reward['reward_at_reference']:.3g} then"
         return Alert(step, "std_collapse", "warning", message, evidence, s.peak_step)
 
     def _entropy_drop(self, step: int, s: _Series) -> Alert | None:
@@ -136,16 +162,22 @@ class EchoTrapDetector:
         if len(s.points) < max(cfg.warmup_steps, cfg.early_steps):
             return None
         if cfg.entropy_reference == "peak":
-            reference, ref_step = s.peak, s.peak_step
+            reference, ref_step, reward_step = s.peak, s.peak_step, s.peak_step
         else:
             early = [v for _, v in s.points[: cfg.early_steps]]
             reference, ref_step = sum(early) / len(early), s.points[0][0]
+            reward_step = s.points[cfg.early_steps - 1][0]
         value = s.smoothed[-1]
         if reference <= 0 or value >= cfg.entropy_drop_ratio * reference:
             return None
+        reward = self._reward_since(reward_step)
+        if reward is None:
+            return None
         drop = 1.0 - value / reference
-        evidence = {"value": value, "reference": reference, "drop": drop}
+        evidence = {"value": value, "reference": reference, "drop": drop, **reward}
         message = f"entropy fell {drop:.0%} from {reference:.3g} to {value:.3g} at step {step}"
+        if reward:
+            message += f"; reward mean {reward['reward_mean']:.3g}, {reward['reward_at_reference']:.3g} then"
         return Alert(step, "entropy_drop", "warning", message, evidence, ref_step)
 
     def _grad_spike(self, step: int, s: _Series) -> Alert | None:
@@ -160,26 +192,42 @@ class EchoTrapDetector:
         message = f"grad norm spiked to {value:.3g}, {value / median:.1f}x its rolling median {median:.3g}"
         return Alert(step, "grad_spike", "warning", message, evidence, step)
 
+    def _reward_since(self, ref_step: int) -> dict[str, float] | None:
+        """Smoothed reward now and at the reference step; None when it gained more than the tolerance
+        (the policy sharpened because it got better); empty when no reward is logged (rules ungated)."""
+        reward = self.series.get(self.config.reward_key)
+        if reward is None:
+            return {}
+        now, then = reward.smoothed[-1], reward.smoothed_at(ref_step)
+        if now - then > self.config.reward_tolerance:
+            return None
+        return {"reward_mean": now, "reward_at_reference": then}
+
     def _echo_trap(self, step: int) -> Alert | None:
         if not self.active.get("std_collapse"):
             return None
         window = self.config.coincidence_window
-        partners = [
-            rule
-            for rule in ("entropy_drop", "grad_spike")
-            if self.active.get(rule) or step - self.last_fired.get(rule, -math.inf) <= window
-        ]
+        partners = {rule: self.latest[rule] for rule in ("entropy_drop",) if self._near(step, (rule,))}
+        if self.spike is not None and step - self.spike.step <= window:
+            partners["grad_spike"] = self.spike
         if not partners:
             return None
         collapse = self.latest["std_collapse"]
-        parts = [collapse.message] + [self.latest[rule].message for rule in partners]
+        parts = [collapse.message] + [alert.message for alert in partners.values()]
         evidence = {f"std_{k}": v for k, v in collapse.evidence.items()}
-        for rule in partners:
-            evidence.update({f"{rule}_{k}": v for k, v in self.latest[rule].evidence.items()})
+        for rule, alert in partners.items():
+            evidence.update({f"{rule}_{k}": v for k, v in alert.evidence.items()})
         message = "echo trap: " + "; while ".join(parts)
         return Alert(step, "echo_trap", "critical", message, evidence, collapse.start_step)
 
     # --- bookkeeping ------------------------------------------------------------------------------
+    def _near(self, step: int, rules: tuple[str, ...]) -> bool:
+        """Whether any of the rules holds now or fired within `coincidence_window` steps."""
+        window = self.config.coincidence_window
+        return any(
+            self.active.get(rule) or step - self.last_fired.get(rule, -math.inf) <= window for rule in rules
+        )
+
     def _transition(self, rule: str, step: int, alert: Alert | None) -> list[Alert]:
         """Fire on the step a condition becomes true; keep the latest evidence while it holds."""
         was_active = self.active.get(rule, False)

@@ -28,8 +28,8 @@ def healthy(seed=0):
     return series
 
 
-def collapsing(seed=0):
-    """From step 40 the group std decays, entropy falls, grad norm spikes at 50; reward falls only from 55."""
+def sharpening(seed=0):
+    """From step 40 the group std decays, entropy falls, grad norm spikes at 50; reward climbs to 0.95."""
     series = healthy(seed)
     rng = random.Random(seed + 1)
     for i, (s, _) in enumerate(series[keys.REWARD_GROUP_STD_MEAN]):
@@ -41,8 +41,17 @@ def collapsing(seed=0):
             series[keys.LOSS_ENTROPY][i] = (s, max(0.2, 1.3 - 0.08 * (s - 40)))
         if s == 50:
             series[keys.LOSS_GRAD_NORM][i] = (s, 12.0)
-        if s >= 55:
-            series[keys.REWARD_MEAN][i] = (s, max(0.05, 0.42 - 0.04 * (s - 55)))
+        if s >= 30:
+            series[keys.REWARD_MEAN][i] = (s, min(0.95, 0.32 + 0.03 * (s - 30)) + rng.gauss(0, 0.03))
+    return series
+
+
+def collapsing(seed=0):
+    """The same std, entropy and grad norm, but reward stagnates at ~0.42 (RAGEN) and falls from 55."""
+    series = sharpening(seed)
+    rng = random.Random(seed + 2)
+    for i, (s, _) in enumerate(series[keys.REWARD_MEAN]):
+        series[keys.REWARD_MEAN][i] = (s, max(0.05, 0.42 - 0.04 * max(0, s - 55)) + rng.gauss(0, 0.03))
     return series
 
 
@@ -83,10 +92,23 @@ def test_std_collapse_evidence_has_the_numbers():
     assert "% of its peak" in alert.message and f"at step {alert.step}" in alert.message
 
 
-def test_grad_spike_detected_at_its_step():
+def test_sharpening_while_reward_rises_raises_no_alert():
+    """A converging policy's std and entropy fall too; with reward rising to its best that is no trap."""
+    for seed in range(5):
+        assert EchoTrapDetector().detect(sharpening(seed)) == []
+
+
+def test_grad_spike_during_a_collapse_detected_at_its_step():
+    spikes = [a for a in EchoTrapDetector().detect(collapsing()) if a.rule == "grad_spike"]
+    assert [a.step for a in spikes] == [50]
+    assert spikes[0].evidence["factor"] > 5
+
+
+def test_isolated_grad_spike_alerts_only_when_asked():
     series = healthy()
     series[keys.LOSS_GRAD_NORM][60] = (60, 10.0)
-    alerts = EchoTrapDetector().detect(series)
+    assert EchoTrapDetector().detect(series) == []
+    alerts = EchoTrapDetector(EchoTrapConfig(isolated_grad_spikes=True)).detect(series)
     assert rules(alerts) == ["grad_spike"]
     assert alerts[0].step == 60
     assert alerts[0].evidence["factor"] > 5
@@ -95,9 +117,13 @@ def test_grad_spike_detected_at_its_step():
 def test_thresholds_are_configurable():
     series = healthy()
     series[keys.LOSS_GRAD_NORM][60] = (60, 10.0)
-    assert EchoTrapDetector(EchoTrapConfig(grad_spike_factor=20)).detect(series) == []
+    assert (
+        EchoTrapDetector(EchoTrapConfig(grad_spike_factor=20, isolated_grad_spikes=True)).detect(series) == []
+    )
     lenient = EchoTrapDetector(EchoTrapConfig(std_collapse_ratio=0.01, entropy_drop_ratio=0.05))
     assert "echo_trap" not in rules(lenient.detect(collapsing()))
+    ungated = EchoTrapDetector(EchoTrapConfig(reward_tolerance=1.0))
+    assert "echo_trap" in rules(ungated.detect(sharpening()))
 
 
 def test_streaming_equals_batch():
