@@ -4,6 +4,9 @@ plain correctness reward; this short version adds ARTIST's tool-execution term, 
 briefly trained cannot copy numbers yet and so cannot earn correctness from the tool.
 """
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -45,3 +48,7 @@ def test_grpo_raises_the_tool_call_rate(tmp_path):
     # 128 samples each: the binomial std of a rate near 0.5 is about 0.045, of the difference about 0.065
     assert 0.15 < before < 0.85
     assert after - before > 0.25
+    # a healthy run: the loop's echo-trap detector (on by default) recorded no alert
+    alerts = Path(config.output_dir) / "alerts.jsonl"
+    assert config.echo_trap.enabled and (Path(config.output_dir) / "metrics.jsonl").exists()
+    assert not alerts.exists() or [json.loads(line) for line in alerts.read_text().splitlines()] == []
