@@ -10,35 +10,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainers.demo.arithmetic import make_splits, write_rows
-from trainers.demo.experts import make_experts
-from trainers.demo.model import build_demo_model
 from trainers.demo.recipe import DemoSettings, held_out_eval, rl_config
-from trainers.templates import TEMPLATES
-from trainers.tools.toolset import Toolset
 from trainers.training.build import build_trainer
 from trainers.training.model_io import load_policy
-from trainers.training.sft import render_experts, sft_train
 
 ARTIST_PARAMS = {"mode": "numeric", "answer_weight": 1.0, "format_weight": 0.0, "tool_weight": 1.0}
 ARTIST = {"components": [{"name": "artist", "params": ARTIST_PARAMS}]}
 
 
 @pytest.mark.slow
-def test_grpo_raises_the_tool_call_rate(tmp_path):
+def test_grpo_raises_the_tool_call_rate(tmp_path, demo_sft_policy):
     torch.set_num_threads(1)
-    train, held_out = make_splits(400, 64, seed=5)
-    data = {
-        "train": write_rows(train, tmp_path / "train.jsonl"),
-        "val": write_rows(held_out, tmp_path / "val.jsonl"),
-    }
-    records = make_experts(train, tool_fraction=0.5, seed=0)
-    template, tools = TEMPLATES.get("qwen_tool")(), Toolset.build(["calculator"]).specs()
-    base = build_demo_model(tmp_path / "base", records, template=template, tools=tools, hidden_size=64,
-                            num_layers=2, num_heads=2, num_kv_heads=1)  # fmt: skip
-    model, tokenizer = load_policy(base)
-    examples = render_experts(records, template=template, tokenizer=tokenizer, tools=tools)
-    sft_train(model, examples, pad_token_id=tokenizer.pad_token_id, steps=100, batch_size=16, lr=3e-3)
+    model, tokenizer = load_policy(demo_sft_policy["sft"])
+    held_out, base, data = demo_sft_policy["held_out"], demo_sft_policy["base"], demo_sft_policy["data"]
     settings = DemoSettings(rl_steps=6, rl_lr=1e-3, kl_coef=0.0, eval_every=0, eval_samples=2)
     rows = [p.row() for p in held_out]
     before = held_out_eval(model, tokenizer, rows, settings)["sampled/tool_call_rate"]
