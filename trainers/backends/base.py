@@ -38,7 +38,7 @@ class GenerationBackend(ABC):
 
     @abstractmethod
     def generate(self, requests: list[GenerationRequest]) -> list[GenerationOutput]:
-        """One output per request, in order. Blocking; the rollout engine runs it in a worker thread."""
+        """One output per request, in order. Blocking; the rollout engine calls it off its event loop."""
 
     def begin_rollout(self) -> None:
         """Drop state tied to the current weights (e.g. a prefix cache); the engine calls it per rollout."""

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import zlib
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from trainers.backends.base import GenerationBackend, GenerationRequest
 from trainers.backends.sampling import SamplingParams
+from trainers.rollout.caller_thread import run_with_caller_executor
 from trainers.rollout.limits import TOOL_LIMIT_NOTICE, RolloutLimits
 from trainers.rollout.observations import observation
 from trainers.rollout.scheduler import GenerationScheduler, SchedulerStats
@@ -66,16 +68,27 @@ class RolloutEngine:
     def run(
         self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
     ) -> list[Trajectory]:
-        """Blocking form of `arun`, for scripts and the CLI (not from inside a running event loop)."""
-        return asyncio.run(self.arun(rows, samples_per_prompt, seed=seed))
+        """Blocking form of `arun` for the trainer, scripts and the CLI: generation runs in the calling
+        thread (the one that trains, see `caller_thread`), tool calls in an event loop beside it."""
+        return run_with_caller_executor(
+            lambda executor: self.arun(rows, samples_per_prompt, seed=seed, executor=executor)
+        )
 
     async def arun(
-        self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
+        self,
+        rows: list[dict],
+        samples_per_prompt: int = 1,
+        *,
+        seed: int | None = None,
+        executor: Executor | None = None,
     ) -> list[Trajectory]:
-        """All samples of all rows as concurrent tasks; results ordered by row, then sample index."""
+        """All samples of all rows as concurrent tasks; results ordered by row, then sample index.
+
+        Generation batches run in `executor` (default: asyncio's thread pool).
+        """
         self.backend.begin_rollout()  # weights may have changed since the last rollout
         gate = asyncio.Semaphore(self.max_concurrent)
-        async with GenerationScheduler(self.backend) as scheduler:
+        async with GenerationScheduler(self.backend, executor=executor) as scheduler:
             tasks = [
                 self._trajectory(row, index, k, scheduler, seed, gate)
                 for index, row in enumerate(rows)

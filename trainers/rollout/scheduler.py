@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from trainers.backends.base import GenerationBackend, GenerationOutput, GenerationRequest
@@ -34,8 +35,10 @@ class GenerationScheduler:
         *,
         settle_s: float = 0.02,
         max_wait_s: float = 0.1,
+        executor: Executor | None = None,
     ) -> None:
         self.backend = backend
+        self.executor = executor  # where batches run; None = asyncio's default thread pool
         self.settle_s = settle_s  # launch once no request arrived for this long...
         self.max_wait_s = max_wait_s  # ...or after this long in any case
         self.live = 0  # trajectories that may still ask for tokens
@@ -94,7 +97,8 @@ class GenerationScheduler:
         requests = [request for request, _ in batch]
         start = time.perf_counter()
         try:
-            outputs = await asyncio.to_thread(self.backend.generate, requests)
+            loop = asyncio.get_running_loop()
+            outputs = await loop.run_in_executor(self.executor, self.backend.generate, requests)
         except Exception as exc:  # the trajectories waiting on this batch fail, the others go on
             for _, future in batch:
                 if not future.done():
