@@ -39,7 +39,7 @@ class CallerThreadExecutor(Executor):
                 continue
             try:
                 future.set_result(fn(*args, **kwargs))
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            except BaseException as exc:  # handed to the awaiting coroutine
                 future.set_exception(exc)
 
     def stop(self) -> None:
@@ -54,7 +54,7 @@ def run_with_caller_executor(make_coroutine: Callable[[Executor], Coroutine[Any,
     def loop_thread() -> None:
         try:
             outcome["result"] = asyncio.run(make_coroutine(executor))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+        except BaseException as exc:  # re-raised in the calling thread
             outcome["error"] = exc
         finally:
             executor.stop()
