@@ -14,6 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from trainers.training.prompt_sharing import cache_argument, distinct_prompts, shared_prompt_hidden
 from trainers.trajectory import Trajectory
 
 
@@ -93,8 +94,16 @@ class ValueHead(nn.Module):
 
 
 def response_hidden(model: nn.Module, batch: TokenBatch) -> torch.Tensor:
-    """Last hidden state at the position that predicts each response token: [B, T, H]."""
+    """Last hidden state at the position that predicts each response token: [B, T, H].
+
+    When rows share a prompt (the samples of a group) each distinct prompt is encoded once.
+    """
     decoder = model.get_decoder()
+    prompts, row_of = distinct_prompts(batch.input_ids, batch.prompt_lengths)
+    cache_arg = cache_argument(decoder)
+    if cache_arg is not None and len(prompts) < batch.size:
+        mask, lengths = batch.attention_mask, batch.prompt_lengths
+        return shared_prompt_hidden(decoder, cache_arg, prompts, row_of, mask, lengths, batch.response_ids)
     hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
     resp_len = batch.response_ids.shape[1]
     # Token j of the response sits at prompt_length + j and is predicted from the position before it.
