@@ -118,9 +118,13 @@ def forward_policy(
     *,
     temperature: float = 1.0,
     with_entropy: bool = True,
+    entropy_grad: bool = True,
     value_head: ValueHead | None = None,
 ) -> PolicyOutput:
-    """Logprobs (and entropies, values) of the response tokens; the LM head sees response positions only."""
+    """Logprobs (and entropies, values) of the response tokens; the LM head sees response positions only.
+
+    `entropy_grad=False` computes the entropy for metrics only, without an autograd graph.
+    """
     hidden = response_hidden(model, batch)
     logits = model.get_output_embeddings()(hidden).float()
     if temperature > 0 and temperature != 1.0:
@@ -129,7 +133,8 @@ def forward_policy(
     logprobs = logp_all.gather(-1, batch.response_ids[..., None]).squeeze(-1) * batch.response_mask
     entropy = None
     if with_entropy:
-        entropy = -(logp_all.exp() * logp_all).sum(-1) * batch.response_mask
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+            entropy = -(logp_all.exp() * logp_all).sum(-1) * batch.response_mask
     values = value_head(hidden) * batch.response_mask if value_head is not None else None
     return PolicyOutput(logprobs, entropy, values)
 

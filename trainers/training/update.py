@@ -64,7 +64,10 @@ def _micro_loss(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     micro = inputs.batch.select(idx)
     width = micro.response_ids.shape[1]
-    out = forward_policy(model, micro, temperature=settings.temperature, value_head=value_head)
+    out = forward_policy(
+        model, micro, temperature=settings.temperature, value_head=value_head,
+        entropy_grad=loss_config.entropy_coef != 0,
+    )  # fmt: skip
     old_logp = _rows(inputs.old.logprobs, idx, width) if inputs.old is not None else out.logprobs.detach()
     result = policy_objective(
         loss_config,

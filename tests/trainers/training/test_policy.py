@@ -69,3 +69,12 @@ def test_reference_is_frozen_and_independent(model):
     with torch.no_grad():
         next(model.parameters()).add_(1.0)
     assert not torch.equal(next(model.parameters()), next(ref.parameters()))
+
+
+def test_entropy_for_metrics_only_has_no_graph(model, trajectories):
+    batch = collate(trajectories, PAD)
+    metrics_only = forward_policy(model, batch, entropy_grad=False)
+    with_grad = forward_policy(model, batch)
+    assert not metrics_only.entropy.requires_grad and with_grad.entropy.requires_grad
+    assert metrics_only.logprobs.requires_grad
+    assert torch.allclose(metrics_only.entropy, with_grad.entropy.detach())
