@@ -22,6 +22,7 @@ from trainers.training.data import PromptSampler, read_rows, split_rows
 from trainers.training.evaluate import Evaluator, correctness_judge
 from trainers.training.loop import LoopSettings, Trainer
 from trainers.training.model_io import load_policy
+from trainers.training.optim import adamw
 from trainers.training.policy import ValueHead, frozen_copy
 from trainers.training.sinks import RunDirSink, Sink
 from trainers.training.update import UpdateSettings
@@ -105,7 +106,7 @@ def build_trainer(
     value_head = ValueHead(model.config.hidden_size) if estimator.needs_values else None
     params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     opt = config.optimizer
-    optimizer = torch.optim.AdamW(params, lr=opt.lr, betas=opt.betas, weight_decay=opt.weight_decay)
+    optimizer = adamw(params, lr=opt.lr, betas=opt.betas, weight_decay=opt.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lr_lambda(opt.schedule, opt.warmup_steps, config.training.steps, opt.min_lr_ratio)
     )

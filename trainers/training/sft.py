@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from trainers.templates.base import ChatTemplate
+from trainers.training.optim import adamw
 from trainers.training.policy import collate, forward_policy
 from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
 
@@ -131,7 +132,7 @@ def sft_train(
 ) -> SFTResult:
     """AdamW, linear warmup, then cosine decay over `steps` (or constant); stops early at `max_seconds`."""
     rng = random.Random(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    optimizer = adamw(model.parameters(), lr=lr, weight_decay=weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: _warmup_cosine(s, warmup_steps, steps if decay else 0)
     )
