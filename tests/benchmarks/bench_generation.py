@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch
 
 from trainers.backends.base import GenerationRequest
-from trainers.backends.hf import HFBackend, left_pad
+from trainers.backends.hf import HFBackend
+from trainers.backends.prefill_plan import left_pad
 from trainers.backends.sampling import SamplingParams
 from trainers.models.tiny import build_tiny_model
 
