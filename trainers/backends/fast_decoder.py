@@ -192,7 +192,7 @@ class FastDecoder:
         if width:
             self._place_prefixes(plan.hits, width)
         self.length = width
-        self.bias[:distinct, :columns] = torch.where(plan.attention.bool(), 0.0, self.masked)
+        self.bias[:distinct, :columns].masked_fill_(plan.attention == 0, self.masked)
         real = plan.attention.bool()[:, None, None, :]
         steps = plan.input_ids.shape[1]
         query = torch.arange(steps, device=real.device)[:, None]
@@ -269,6 +269,7 @@ class FastDecoder:
             mask = mask.repeat(1, 1, groups, 1)
         x = F.embedding(ids.reshape(-1), w.embed)
         cos, sin = rope_tables(positions, w.inv_freq, x.dtype)
+        softmax_dtype = torch.promote_types(x.dtype, torch.float32)  # half precisions in float32, as HF
         for index, layer in enumerate(w.layers):
             h = rms_norm(x, layer.input_norm, w.eps)
             qkv = F.linear(h, layer.qkv, layer.qkv_bias).view(rows, steps, -1, dim).transpose(1, 2)
@@ -278,7 +279,7 @@ class FastDecoder:
             values[:, :, start:] = qkv[:, heads + kv_heads :]
             query = qk[:, :heads].reshape(rows, kv_heads, groups * steps, dim)
             scores = torch.matmul(query, keys.transpose(-1, -2)).mul_(dim**-0.5).add_(mask)
-            probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(x.dtype)
+            probs = torch.softmax(scores, dim=-1, dtype=softmax_dtype).to(x.dtype)
             attn = torch.matmul(probs, values)
             attn = attn.view(rows, heads, steps, dim).transpose(1, 2).reshape(rows * steps, heads * dim)
             x = x + F.linear(attn, layer.o, layer.o_bias)
