@@ -156,9 +156,9 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
 
 
 def rope_tables(positions: Tensor, inv_freq: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-    """cos and sign-folded sin [rows, T, 1, head_dim] for `rope`, computed as transformers does."""
+    """cos and sign-folded sin [rows, 1, T, head_dim] for `rope`, computed as transformers does."""
     freqs = positions[..., None].float() * inv_freq
-    angles = torch.cat((freqs, freqs), dim=-1)[:, :, None]
+    angles = torch.cat((freqs, freqs), dim=-1)[:, None]
     sin = angles.sin()
     half = sin.shape[-1] // 2
     sin[..., :half].neg_()
@@ -171,18 +171,16 @@ def rope(x: Tensor, cos: Tensor, signed_sin: Tensor) -> Tensor:
 
 
 class FastDecoder:
-    """Decoding state of one batch: a preallocated KV cache, which of its columns are real tokens, and
-    each row's next position."""
+    """Decoding state of one batch: a preallocated KV cache, its padding bias and next positions."""
 
     def __init__(self, weights: FastWeights, rows: int, capacity: int) -> None:
         self.w = weights
         layers, ref = len(weights.layers), weights.embed
-        # a row's keys (and values) form one [columns * kv_heads, head_dim] matrix, written columns first
-        shape = (layers, 2, rows, capacity, weights.kv_heads, weights.head_dim)
+        # a row's written columns are contiguous per head: a step reads only those
+        shape = (layers, 2, rows, weights.kv_heads, capacity, weights.head_dim)
         self.kv = torch.empty(shape, dtype=ref.dtype, device=ref.device)
-        self.real = torch.ones((rows, capacity), dtype=torch.bool, device=ref.device)  # False on padding
-        # which key/value head each query head reads
-        self.head_kv = torch.arange(weights.heads, device=ref.device) // (weights.heads // weights.kv_heads)
+        self.bias = torch.zeros((rows, capacity), dtype=ref.dtype, device=ref.device)  # additive mask
+        self.masked = torch.finfo(ref.dtype).min
         self.rows = rows
         self.length = 0  # columns written
         self.next_pos = torch.zeros(rows, dtype=torch.long, device=ref.device)
@@ -194,12 +192,14 @@ class FastDecoder:
         if width:
             self._place_prefixes(plan.hits, width)
         self.length = width
-        self.real[:distinct, :columns] = plan.attention.bool()
+        self.bias[:distinct, :columns].masked_fill_(plan.attention == 0, self.masked)
+        real = plan.attention.bool()[:, None, None, :]
         steps = plan.input_ids.shape[1]
-        query = torch.arange(steps, device=self.real.device)[:, None]
-        key = torch.arange(columns, device=self.real.device)[None, :] - width
-        allowed = self.real[:distinct, None, :columns] & (key <= query)  # prefix columns have key < 0
-        logits = self.forward(plan.input_ids, plan.positions, allowed)
+        query = torch.arange(steps, device=real.device)[:, None]
+        key = torch.arange(columns, device=real.device)[None, :] - width
+        allowed = real & (key <= query)  # prefix columns have key < 0
+        mask = torch.zeros(allowed.shape, dtype=self.bias.dtype, device=real.device)
+        logits = self.forward(plan.input_ids, plan.positions, mask.masked_fill_(~allowed, self.masked))
         self.next_pos = plan.positions[:, -1] + 1
         if len(plan.row_of) > distinct:  # copy the rows of repeated prompts
             self.rows = distinct
@@ -210,17 +210,17 @@ class FastDecoder:
 
     def _place_prefixes(self, hits: list[CachedPrefix | None], width: int) -> None:
         """Each cached prefix right-aligned in the first `width` columns, zeros (masked) before it."""
-        self.kv[:, :, : len(hits), :width] = 0
+        self.kv[:, :, : len(hits), :, :width] = 0
         for row, hit in enumerate(hits):
             if hit is not None and hit.length:
                 for index, (keys, values) in enumerate(hit.layers):
-                    self.kv[index, 0, row, width - hit.length : width] = keys.transpose(0, 1)
-                    self.kv[index, 1, row, width - hit.length : width] = values.transpose(0, 1)
+                    self.kv[index, 0, row, :, width - hit.length : width] = keys
+                    self.kv[index, 1, row, :, width - hit.length : width] = values
 
     def step(self, tokens: Tensor) -> Tensor:
         """Logits after feeding one token per row."""
-        allowed = self.real[: self.rows, None, : self.length + 1]
-        logits = self.forward(tokens.unsqueeze(-1), self.next_pos.unsqueeze(-1), allowed)
+        mask = self.bias[: self.rows, None, None, : self.length + 1]
+        logits = self.forward(tokens.unsqueeze(-1), self.next_pos.unsqueeze(-1), mask)
         self.next_pos = self.next_pos + 1
         return logits
 
@@ -234,9 +234,9 @@ class FastDecoder:
             order[gap] = mover
         if gaps:
             to, source = torch.tensor(gaps), torch.tensor(movers)
-            to, source, cols = to.to(self.real.device), source.to(self.real.device), self.length
-            self.kv[:, :, to, :cols] = self.kv[:, :, source, :cols]
-            self.real[to, :cols] = self.real[source, :cols]
+            to, source, cols = to.to(self.bias.device), source.to(self.bias.device), self.length
+            self.kv[:, :, to, :, :cols] = self.kv[:, :, source, :, :cols]
+            self.bias[to, :cols] = self.bias[source, :cols]
         self.next_pos = self.next_pos[torch.tensor(order, device=self.next_pos.device)]
         self.rows = len(rows)
         return order
@@ -244,58 +244,45 @@ class FastDecoder:
     def select(self, index: Tensor) -> None:
         """Keep only the rows at `index`, in that order, moving their written columns to the front."""
         rows, cols = len(index), self.length
-        self.kv[:, :, :rows, :cols] = self.kv[:, :, index, :cols]
-        self.real[:rows, :cols] = self.real[index, :cols]
+        self.kv[:, :, :rows, :, :cols] = self.kv[:, :, index, :, :cols]
+        self.bias[:rows, :cols] = self.bias[index, :cols]
         self.next_pos = self.next_pos[index]
         self.rows = rows
 
     def prefix(self, row: int) -> CachedPrefix:
         """The keys and values of one row's real tokens, copied out of the cache."""
-        columns = self.real[row, : self.length].nonzero().squeeze(-1)
-        kv = self.kv[:, :, row, columns].transpose(2, 3)  # [layers, 2, kv_heads, length, head_dim]
+        columns = (self.bias[row, : self.length] == 0).nonzero().squeeze(-1)
+        kv = self.kv[:, :, row, :, columns]  # [layers, 2, kv_heads, length, head_dim]
         return CachedPrefix(len(columns), [(layer[0], layer[1]) for layer in kv])
 
-    def _scores_mask(self, allowed: Tensor, dtype: torch.dtype) -> Tensor:
-        """Additive mask [rows, heads * T, columns * kv_heads] from `allowed` [rows, T, columns].
-
-        A row attends to all its keys in one product, every query head against every key/value head;
-        the pairs GQA does not make are masked, so they weigh exactly 0 after the softmax.
-        """
-        rows, steps, columns = allowed.shape
-        kv_heads = self.w.kv_heads
-        same_head = self.head_kv[:, None] == torch.arange(kv_heads, device=allowed.device)
-        both = allowed[:, None, :, :, None] & same_head[None, :, None, None, :]
-        mask = torch.zeros(both.shape, dtype=dtype, device=allowed.device)
-        mask.masked_fill_(~both, torch.finfo(dtype).min)
-        return mask.view(rows, -1, columns * kv_heads)
-
-    def forward(self, ids: Tensor, positions: Tensor, allowed: Tensor) -> Tensor:
+    def forward(self, ids: Tensor, positions: Tensor, mask: Tensor) -> Tensor:
         """Write the keys and values of `ids` [rows, T] at the next columns; return last-position logits.
 
-        `allowed` [rows, T, written + T] says which columns each new token attends to. Activations
-        outside attention are [rows * T, hidden], so every projection is one plain matrix product.
+        `mask` is additive, [rows, 1, T, written + T] (or broadcastable to it). Activations outside
+        attention are [rows * T, hidden], so every projection is one plain matrix product.
         """
         w = self.w
         rows, steps = ids.shape
         heads, kv_heads, dim = w.heads, w.kv_heads, w.head_dim
-        start, end = self.length, self.length + steps
+        groups, start, end = heads // kv_heads, self.length, self.length + steps
+        if steps > 1:  # queries sharing a key/value head are laid out along the query axis
+            mask = mask.repeat(1, 1, groups, 1)
         x = F.embedding(ids.reshape(-1), w.embed)
         cos, sin = rope_tables(positions, w.inv_freq, x.dtype)
-        mask = self._scores_mask(allowed, x.dtype)
         softmax_dtype = torch.promote_types(x.dtype, torch.float32)  # half precisions in float32, as HF
         for index, layer in enumerate(w.layers):
             h = rms_norm(x, layer.input_norm, w.eps)
-            qkv = F.linear(h, layer.qkv, layer.qkv_bias).view(rows, steps, -1, dim)
-            qk = rope(qkv[:, :, : heads + kv_heads], cos, sin)
-            keys, values = self.kv[index, 0, :rows, :end], self.kv[index, 1, :rows, :end]
-            keys[:, start:] = qk[:, :, heads:]
-            values[:, start:] = qkv[:, :, heads + kv_heads :]
-            query = qk[:, :, :heads].transpose(1, 2).reshape(rows, heads * steps, dim)
-            keys, values = keys.reshape(rows, -1, dim), values.reshape(rows, -1, dim)
-            scores = torch.baddbmm(mask, query, keys.transpose(1, 2), alpha=dim**-0.5)
+            qkv = F.linear(h, layer.qkv, layer.qkv_bias).view(rows, steps, -1, dim).transpose(1, 2)
+            qk = rope(qkv[:, : heads + kv_heads], cos, sin)
+            keys, values = self.kv[index, 0, :rows, :, :end], self.kv[index, 1, :rows, :, :end]
+            keys[:, :, start:] = qk[:, heads:]
+            values[:, :, start:] = qkv[:, heads + kv_heads :]
+            query = qk[:, :heads].reshape(rows, kv_heads, groups * steps, dim)
+            scores = torch.matmul(query, keys.transpose(-1, -2)).mul_(dim**-0.5).add_(mask)
             probs = torch.softmax(scores, dim=-1, dtype=softmax_dtype).to(x.dtype)
-            attn = torch.bmm(probs, values).view(rows, heads, steps, dim)
-            x = x + F.linear(attn.transpose(1, 2).reshape(rows * steps, heads * dim), layer.o, layer.o_bias)
+            attn = torch.matmul(probs, values)
+            attn = attn.view(rows, heads, steps, dim).transpose(1, 2).reshape(rows * steps, heads * dim)
+            x = x + F.linear(attn, layer.o, layer.o_bias)
             h = rms_norm(x, layer.post_norm, w.eps)
             gate, up = F.linear(h, layer.gate_up, layer.gate_up_bias).chunk(2, dim=-1)
             x = x + F.linear(F.silu(gate) * up, layer.down, layer.down_bias)
