@@ -1,20 +1,24 @@
 """A lean forward pass for Llama-family causal LMs (Qwen2, Llama, Mistral), as vLLM reimplements models.
 
-The HF backend's sampling loop spends most of a small model's decode step outside its matrix products:
-module calls, mask building and `torch.cat` growth of the KV cache. `FastDecoder` runs the same
+For a small model, a good part of each decode step through transformers goes to module calls, mask
+handling and the `torch.cat` growth of the KV cache rather than to arithmetic. `FastDecoder` runs the same
 arithmetic as the transformers implementations (RMSNorm in float32, default RoPE, GQA attention,
 SiLU-gated MLP) straight on the live model's weights over a KV cache preallocated per batch:
 
 - q/k/v and gate/up projections are fused into one matrix product each; `FastWeights.from_model`
   concatenates them from the current parameters, and the backend calls it at every `generate`, so
   weights the trainer updated in place are never stale;
-- keys and values are written in place into one [layers, 2, rows, kv_heads, capacity, head_dim] buffer;
-- a one-token step attends with a single SDPA call: the query heads sharing a key/value head are
-  reshaped into the query-length axis, and padding is masked by one additive [rows, capacity] bias;
-- finished rows leave by one gather that compacts the buffer's written columns.
+- keys and values are written in place into one [layers, 2, rows, kv_heads, capacity, head_dim] buffer,
+  sized per batch (prompt columns plus the longest request's new tokens);
+- attention is two batched products and a softmax per layer: the query heads sharing a key/value head
+  are reshaped into the query axis (no repeated keys), and padding is masked by one additive
+  [rows, capacity] bias;
+- a finished row leaves by moving a kept row from the end of the batch into its place (only the moved
+  rows' written columns are copied), so the loop's row order changes: `keep` returns the new one.
 
-Logits agree with the transformers forward to float rounding, so greedy and seeded sampling pick the
-same tokens. `unsupported_reason` names what the decoder does not reproduce (other architectures,
+Logits agree with the transformers forward to float rounding (within 1e-5 in float32; bfloat16 models
+differ by bfloat16 rounding, as transformers' own attention backends do), so greedy and seeded sampling
+pick the same tokens. `unsupported_reason` names what the decoder does not reproduce (other architectures,
 RoPE scaling, sliding-window layers, adapters replacing the linear layers); the backend then keeps the
 plain model calls.
 """

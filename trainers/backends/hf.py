@@ -8,9 +8,10 @@ shared with the trainer (weights updated in place are seen by the next call).
 Two decoders run the loop. For Qwen2, Llama and Mistral models the fast decoder
 (`trainers.backends.fast_decoder`) reimplements the forward over a preallocated KV cache with fused
 projections re-derived from the live weights at every `generate`; it samples the same tokens as the
-model's own forward and is several times quicker per step on CPU for small models. Other models (or
-configurations it does not reproduce: RoPE scaling, sliding windows, adapters) use one model call per
-step with a `DynamicCache`, as does every model with `fast_decode=False`.
+model's own forward, with about a quarter less time per decode step for the tiny CPU policy
+(tests/benchmarks/bench_generation.py). Other models, or configurations it does not reproduce (RoPE
+scaling, sliding windows in effect, adapters), use one model call per step with a `DynamicCache`, as
+does every model with `HFBackend(..., fast_decode=False)`.
 """
 
 from __future__ import annotations
