@@ -23,7 +23,7 @@ def test_grpo_raises_the_tool_call_rate(tmp_path, demo_sft_policy):
     torch.set_num_threads(1)
     model, tokenizer = load_policy(demo_sft_policy["sft"])
     held_out, base, data = demo_sft_policy["held_out"], demo_sft_policy["base"], demo_sft_policy["data"]
-    settings = DemoSettings(rl_steps=6, rl_lr=1e-3, kl_coef=0.0, eval_every=0, eval_samples=2)
+    settings = DemoSettings(rl_steps=20, rl_lr=1e-3, kl_coef=0.0, eval_every=0, eval_samples=2)
     rows = [p.row() for p in held_out]
     before = held_out_eval(model, tokenizer, rows, settings)["sampled/tool_call_rate"]
     config = rl_config(settings, tmp_path, base, data, reward=ARTIST)
@@ -32,7 +32,13 @@ def test_grpo_raises_the_tool_call_rate(tmp_path, demo_sft_policy):
     # 128 samples each: the binomial std of a rate near 0.5 is about 0.045, of the difference about 0.065
     assert 0.15 < before < 0.85
     assert after - before > 0.25
-    # a healthy run: the loop's echo-trap detector (on by default) recorded no alert
-    alerts = Path(config.output_dir) / "alerts.jsonl"
-    assert config.echo_trap.enabled and (Path(config.output_dir) / "metrics.jsonl").exists()
+    # a healthy run: the loop's echo-trap detector (on by default) judged 15 steps past its warm-up and
+    # recorded no alert, though entropy fell below half its peak (the entropy rule's threshold): reward rose
+    run, detector = Path(config.output_dir), config.echo_trap.detector
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert config.echo_trap.enabled and len(metrics) - detector.warmup_steps >= 15
+    entropy, reward = [row["loss/entropy"] for row in metrics], [row["reward/mean"] for row in metrics]
+    assert sum(reward[-5:]) > sum(reward[:5])
+    assert min(entropy) < detector.entropy_drop_ratio * max(entropy)
+    alerts = run / "alerts.jsonl"
     assert not alerts.exists() or [json.loads(line) for line in alerts.read_text().splitlines()] == []
