@@ -1,13 +1,18 @@
 """The loop's echo-trap detector on a real run that learns, then collapses.
 
 The short demo's SFT policy is trained by GRPO with no KL, sampling at temperature 0.5, while the learning
-rate climbs linearly (2.5e-4 per step, a warm-up towards 1e-2 that never ends): reward rises to ~0.95
-within a few steps and the policy sharpens on that plateau (entropy and group std fall), which must raise
-no alert; once the rate leaves the stable range (above ~4e-3 for this policy) reward turns unstable and
-collapses to 0 for every sample. This tiny policy collapses in one or two updates wherever we put it
-(constant rates 5e-3 to 5e-2, wide-clip PPO epochs, low temperature, self-reinforcement), so the step
-before a collapse looks healthy: the best any detector can do is to alert on the collapse step; warning
-earlier on a gradual collapse is tested on synthetic series in tests/trainers/metrics/test_echo_trap.py.
+rate climbs linearly (2.5e-4 per step, a warm-up towards 1e-2 that never ends). Reward rises to ~0.95
+within a few steps and the policy sharpens on that plateau (group std down to ~0.05), which must raise
+no alert. Once the rate leaves the stable range (above ~4e-3 for this policy) reward turns unstable and
+then every sample scores 0. How and when is chaotic: across seeds and decoder revisions it collapsed at
+steps 20 to 29, into one repeated word, malformed calls or near-uniform noise, sometimes after a few
+steps of dips (the detector then warned 1 to 6 steps ahead), sometimes in one update from ~0.9, which
+no rule can see coming. So this asserts what holds in every case: silence while learning and sharpening,
+an alert by the step after the collapse. At a constant rate the policy collapses in one or two updates
+(every rate from 5e-3 to 5e-2), before the detector's warm-up is over. This reward (a well-formed
+calculator call) does not depend on the prompt, so within-group std is a function of the mean reward
+and cannot fall ahead of it; warning ahead of a gradual collapse is tested on synthetic series in
+tests/trainers/metrics/test_echo_trap.py.
 """
 
 import json
@@ -29,8 +34,8 @@ def read(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def collapsing_config(tmp_path: Path, policy: dict, steps: int):
-    settings = DemoSettings(rl_steps=steps, rl_lr=1e-2, kl_coef=0.0, eval_every=0)
+def collapsing_config(tmp_path: Path, policy: dict, steps: int, seed: int):
+    settings = DemoSettings(seed=seed, rl_steps=steps, rl_lr=1e-2, kl_coef=0.0, eval_every=0)
     raw = rl_config(settings, tmp_path, policy["base"], policy["data"], reward=ARTIST).model_dump()
     raw["sampling"]["temperature"] = 0.5
     raw["optimizer"]["warmup_steps"] = 40  # the rate at step k is k * 2.5e-4
@@ -38,22 +43,25 @@ def collapsing_config(tmp_path: Path, policy: dict, steps: int):
 
 
 @pytest.mark.slow
-def test_sharpening_is_silent_and_the_collapse_is_flagged_on_its_step(tmp_path, demo_sft_policy):
+def test_silent_while_learning_and_alerted_by_the_collapse(tmp_path, demo_sft_policy):
     model, tokenizer = load_policy(demo_sft_policy["sft"])
-    config = collapsing_config(tmp_path, demo_sft_policy, steps=30)
+    config = collapsing_config(tmp_path, demo_sft_policy, steps=30, seed=0)
     build_trainer(config, model=model, tokenizer=tokenizer).train()
     run = Path(config.output_dir)
-    rewards = {row["step"]: row["reward/mean"] for row in read(run / "metrics.jsonl")}
+    metrics = read(run / "metrics.jsonl")
+    rewards = {row["step"]: row["reward/mean"] for row in metrics}
+    stds = {row["step"]: row["reward/group_std_mean"] for row in metrics}
     # it learned first, then collapsed for good: every step from `collapsed` on scores (almost) nothing
     learned = min(step for step, reward in rewards.items() if reward >= 0.8)
     collapsed = min(s for s in rewards if all(rewards[t] <= COLLAPSED for t in rewards if t >= s))
     assert learned < collapsed <= max(rewards) - 2, rewards
+    # the plateau sharpened: group std fell below the std rule's threshold, yet no alert came then
+    sharpest = min((s for s in stds if s < collapsed), key=stds.get)
+    assert stds[sharpest] < config.echo_trap.detector.std_collapse_ratio * max(stds.values())
     alerts = [row["alert"] for row in read(run / "alerts.jsonl")]
     assert alerts, rewards
     first = alerts[0]
-    # silent while reward rises and on its plateau; flagged no later than the step the reward is gone
-    assert learned < first["step"] <= collapsed, (first, rewards)
-    reward = first["evidence"]
-    assert reward["reward_mean"] <= reward["reward_at_reference"] + config.echo_trap.detector.reward_tolerance
-    trap = next(a for a in alerts if a["rule"] == "echo_trap")
-    assert trap["severity"] == "critical" and trap["step"] <= collapsed + 2
+    assert max(learned, sharpest) < first["step"] <= collapsed + 1, (first, rewards)
+    assert first["rule"] in ("std_collapse", "entropy_drop")
+    evidence, tolerance = first["evidence"], config.echo_trap.detector.reward_tolerance
+    assert evidence["reward_mean"] <= evidence["reward_at_reference"] + tolerance
