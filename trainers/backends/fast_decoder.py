@@ -159,10 +159,10 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
     return weight * F.rms_norm(x.float(), weight.shape, eps=eps).to(x.dtype)
 
 
-def rope_tables(positions: Tensor, inv_freq: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-    """cos and sign-folded sin [rows, 1, T, head_dim] for `rope`, computed as transformers does."""
-    freqs = positions[..., None].float() * inv_freq
-    angles = torch.cat((freqs, freqs), dim=-1)[:, None]
+def rope_tables(positions: int, inv_freq: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """cos and sign-folded sin [positions, head_dim] for `rope`, computed as transformers does."""
+    freqs = torch.arange(positions, device=inv_freq.device).float()[:, None] * inv_freq
+    angles = torch.cat((freqs, freqs), dim=-1)
     sin = angles.sin()
     half = sin.shape[-1] // 2
     sin[..., :half].neg_()
@@ -188,6 +188,8 @@ class FastDecoder:
         self.rows = rows
         self.length = 0  # columns written
         self.next_pos = torch.zeros(rows, dtype=torch.long, device=ref.device)
+        # a row's positions count its real tokens, so they stay below the capacity
+        self.cos, self.sin = rope_tables(capacity, weights.inv_freq, ref.dtype)
 
     def prefill(self, plan: PrefillPlan) -> Tensor:
         """Last-position logits of every request's prompt, encoding each distinct suffix once."""
@@ -272,7 +274,7 @@ class FastDecoder:
         if steps > 1:  # queries sharing a key/value head are laid out along the query axis
             mask = mask.repeat(1, 1, groups, 1)
         x = F.embedding(ids.reshape(-1), w.embed)
-        cos, sin = rope_tables(positions, w.inv_freq, x.dtype)
+        cos, sin = self.cos[positions][:, None], self.sin[positions][:, None]
         softmax_dtype = torch.promote_types(x.dtype, torch.float32)  # half precisions in float32, as HF
         for index, layer in enumerate(w.layers):
             h = rms_norm(x, layer.input_norm, w.eps)
