@@ -93,6 +93,30 @@ def test_prefill_and_step_logits_match_the_model_forward(kind):
                 assert torch.allclose(logits[row], last_logits(model, seqs[r]), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("kind", list(MODELS))
+def test_prefill_over_cached_prefixes_matches_the_model_forward(kind):
+    torch.set_num_threads(1)
+    model, cpu, weights = MODELS[kind], torch.device("cpu"), FastWeights.from_model(MODELS[kind])
+    first = PROMPTS[:3]
+    plan = plan_prefill(first, PrefixCache(0), pad_id=0, device=cpu)
+    decoder = FastDecoder(weights, len(first), plan.attention.shape[1] + 3)
+    cache = PrefixCache(10_000)
+    with torch.no_grad():
+        decoder.prefill(plan)
+        fed = [[4, 9], [50, 51], [30, 31]]  # two tokens per row
+        for step in range(2):
+            decoder.step(torch.tensor([tokens[step] for tokens in fed]))
+        for row, prompt in enumerate(first):  # what a finished turn leaves: its fed ids and their keys
+            cache.store((*prompt, *fed[row]), decoder.prefix(row))
+        # next turns (two of them), and a prompt with no cached prefix, in one batch
+        second = [[*PROMPTS[0], 4, 9, 77, 78], [*PROMPTS[2], 30, 31, 5], [100, 101, 102]]
+        plan = plan_prefill(second, cache, pad_id=0, device=cpu)
+        assert plan.reused == len(PROMPTS[0]) + 2 + len(PROMPTS[2]) + 2
+        logits = FastDecoder(weights, len(second), plan.attention.shape[1] + 1).prefill(plan)
+    for row, prompt in enumerate(second):
+        assert torch.allclose(logits[row], last_logits(model, prompt), atol=1e-5, rtol=0)
+
+
 @pytest.fixture(scope="module")
 def backends(tiny_model_dir):
     torch.set_num_threads(1)
