@@ -33,15 +33,21 @@ class TokenBatch:
         return self.input_ids.shape[0]
 
     def select(self, rows: Sequence[int] | torch.Tensor) -> TokenBatch:
-        """A sub-batch (a minibatch), trimmed of columns that are padding in every selected row."""
+        """A sub-batch (a minibatch) without the columns no selected row needs for its loss.
+
+        Those are padding and whatever follows the last policy token (a final tool response): with
+        causal attention, later tokens never change the logprobs or values of earlier ones.
+        """
         idx = torch.as_tensor(rows, dtype=torch.long)
         attn = self.attention_mask[idx]
-        seq_len = int(attn.sum(1).max())
-        resp_len = int((self.attention_mask[idx].sum(1) - self.prompt_lengths[idx]).max())
+        policy_columns = self.response_mask[idx].any(0).nonzero()
+        resp_len = int(policy_columns.max()) + 1 if len(policy_columns) else 1
+        prompt_lengths = self.prompt_lengths[idx]
+        seq_len = int(torch.minimum(attn.sum(1), prompt_lengths + resp_len).max())
         return TokenBatch(
             input_ids=self.input_ids[idx, :seq_len],
             attention_mask=attn[:, :seq_len],
-            prompt_lengths=self.prompt_lengths[idx],
+            prompt_lengths=prompt_lengths,
             response_ids=self.response_ids[idx, :resp_len],
             response_mask=self.response_mask[idx, :resp_len],
         )

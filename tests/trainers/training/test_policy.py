@@ -78,3 +78,15 @@ def test_entropy_for_metrics_only_has_no_graph(model, trajectories):
     assert not metrics_only.entropy.requires_grad and with_grad.entropy.requires_grad
     assert metrics_only.logprobs.requires_grad
     assert torch.allclose(metrics_only.entropy, with_grad.entropy.detach())
+
+
+def test_select_drops_tool_output_after_the_last_policy_token(model, build_trajectory):
+    ends_with_tool = build_trajectory([5, 6], [("assistant", [7, 8]), ("tool", [9, 10, 11, 12])])
+    short = build_trajectory([5, 6, 7], [("assistant", [13])], group="h")
+    batch = collate([ends_with_tool, short], PAD)
+    sub = batch.select([0, 1])
+    assert sub.response_ids.tolist() == [[7, 8], [13, PAD]]
+    assert sub.input_ids.tolist() == [[5, 6, 7, 8], [5, 6, 7, 13]]
+    full, trimmed = forward_policy(model, batch), forward_policy(model, sub)
+    assert torch.allclose(full.logprobs[:, :2], trimmed.logprobs, atol=1e-6)
+    assert torch.all(full.logprobs[:, 2:] == 0)
