@@ -81,16 +81,21 @@ class GenerationScheduler:
                 await self._run(batch)
 
     async def _settle(self) -> None:
-        """Wait while requests are still arriving, unless every live trajectory is already queued."""
+        """Wait while requests are still arriving, unless every live trajectory is already queued.
+
+        Each arrival (or a trajectory leaving) wakes this at once, so a complete batch launches
+        without delay; `settle_s` without arrivals, or `max_wait_s` in all, launches a partial one.
+        """
         loop = asyncio.get_running_loop()
-        start = last_change = loop.time()
-        count = len(self._waiting)
-        while self._waiting and count < self.live:
-            await asyncio.sleep(self.settle_s / 5)
-            now = loop.time()
-            if len(self._waiting) != count:
-                count, last_change = len(self._waiting), now
-            elif now - last_change >= self.settle_s or now - start >= self.max_wait_s:
+        deadline = loop.time() + self.max_wait_s
+        while self._waiting and len(self._waiting) < self.live:
+            self._wake.clear()
+            timeout = min(self.settle_s, deadline - loop.time())
+            if timeout <= 0:
+                break
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except TimeoutError:
                 break
 
     async def _run(self, batch: list[tuple[GenerationRequest, asyncio.Future[GenerationOutput]]]) -> None:
