@@ -13,12 +13,17 @@ FinishReason = Literal["stop", "eos", "length"]
 
 @dataclass
 class GenerationRequest:
-    """Continue `prompt_ids` for up to `max_new_tokens`; stop once the sampled text holds a stop string."""
+    """Continue `prompt_ids` for up to `max_new_tokens`; stop once the sampled text holds a stop string.
+
+    `may_continue=False` says no later request will extend this context (a trajectory's last turn),
+    so a backend need not keep its keys and values for reuse.
+    """
 
     prompt_ids: list[int]
     max_new_tokens: int
     stop_strings: list[str] = field(default_factory=list)
     sampling: SamplingParams = field(default_factory=SamplingParams)
+    may_continue: bool = True
 
 
 @dataclass

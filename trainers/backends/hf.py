@@ -169,7 +169,7 @@ class HFBackend(GenerationBackend):
 
     def _keep_prefix(self, request: GenerationRequest, tokens: list[int], decoder: Decoder, row: int) -> None:
         """File a finished row's keys and values under the ids it fed (all but its last sampled token)."""
-        if self.prefix_cache.max_tokens <= 0:
+        if self.prefix_cache.max_tokens <= 0 or not request.may_continue:
             return
         ids = (*request.prompt_ids, *tokens[:-1])
         prefix = decoder.prefix(row)

@@ -166,9 +166,11 @@ class RolloutEngine:
             return False
         env = toolset.environment
         state_hash = env.state_hash() if env is not None else None
+        sampling = self._sampling(progress)  # counts this turn
         request = GenerationRequest(
-            list(progress.context), budget, self._stops(progress), self._sampling(progress)
-        )
+            list(progress.context), budget, self._stops(progress), sampling,
+            may_continue=progress.turns < limits.max_turns,
+        )  # fmt: skip
         out = await scheduler.generate(request)
         text = self.tokenizer.decode(out.token_ids, skip_special_tokens=False)
         parsed = self.template.parse(text, tools=progress.specs)

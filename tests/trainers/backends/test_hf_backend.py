@@ -127,6 +127,15 @@ def test_a_next_turn_reuses_the_cached_prefix_and_samples_the_same(tiny_model_di
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
 
 
+def test_a_last_turn_leaves_nothing_in_the_prefix_cache(tiny_model_dir):
+    backend = HFBackend(tiny_model_dir, device="cpu")
+    last = [GenerationRequest(p, 6, [], GREEDY, may_continue=False) for p in prompts(backend)]
+    backend.generate(last)
+    assert len(backend.prefix_cache) == 0
+    backend.generate([GenerationRequest(p, 6, [], GREEDY) for p in prompts(backend)])
+    assert len(backend.prefix_cache) == len(prompts(backend))
+
+
 def test_a_seeded_row_samples_the_same_alone_and_in_any_batch(backend):
     params = SamplingParams(temperature=1.0, seed=11)
     target = GenerationRequest(prompts(backend)[0], 12, [], params)

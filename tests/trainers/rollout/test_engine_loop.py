@@ -36,6 +36,16 @@ def test_call_then_answer_gives_prompt_assistant_tool_assistant(scripted):
     assert traj.group_id == "q1" and traj.sample_index == 0
 
 
+def test_only_the_last_allowed_turn_says_no_request_will_continue_it(scripted):
+    backend = scripted(by_responses(call("a"), call("b"), call("c")))
+    seen = []
+    generate = backend.generate
+    backend.generate = lambda requests: seen.extend(r.may_continue for r in requests) or generate(requests)
+    traj = run(backend, RolloutLimits(max_turns=3))
+    assert seen == [True, True, False]
+    assert traj.num_tool_calls == 3
+
+
 def test_tool_turn_is_the_templates_glue_with_mask_zero(scripted):
     backend = scripted(by_responses(call("hi"), "\\boxed{hi}<|im_end|>"))
     tool_turn = run(backend).turns[2]
