@@ -1,18 +1,18 @@
-"""The loop's echo-trap detector on a real run that learns, then collapses.
+"""The loop's echo-trap detector on a real run that learns, then falls apart.
 
 The short demo's SFT policy is trained by GRPO with no KL, sampling at temperature 0.5, while the learning
 rate climbs linearly (2.5e-4 per step, a warm-up towards 1e-2 that never ends). Reward rises to ~0.95
 within a few steps and the policy sharpens on that plateau (group std down to ~0.05), which must raise
-no alert. Once the rate leaves the stable range (above ~4e-3 for this policy) reward turns unstable and
-then every sample scores 0. How and when is chaotic: across seeds and decoder revisions it collapsed at
-steps 20 to 29, into one repeated word, malformed calls or near-uniform noise, sometimes after a few
-steps of dips (the detector then warned 1 to 6 steps ahead), sometimes in one update from ~0.9, which
-no rule can see coming. So this asserts what holds in every case: silence while learning and sharpening,
-an alert by the step after the collapse. At a constant rate the policy collapses in one or two updates
-(every rate from 5e-3 to 5e-2), before the detector's warm-up is over. This reward (a well-formed
-calculator call) does not depend on the prompt, so within-group std is a function of the mean reward
-and cannot fall ahead of it; warning ahead of a gradual collapse is tested on synthetic series in
-tests/trainers/metrics/test_echo_trap.py.
+no alert. Once the rate leaves the stable range (above ~4e-3 for this policy) the run falls apart, and
+how is chaotic: across seeds and code revisions it either collapsed at steps 20 to 29 (one repeated
+word, malformed calls or near-uniform noise; sometimes after a few steps of dips, the detector then
+warning 1 to 6 steps ahead, sometimes in one update from ~0.9, which no rule can see coming) or its
+entropy collapsed while reward swung between 0.4 and 0.95. So this asserts what holds in every case:
+silence while learning and sharpening, and an alert by the step after reward first falls to half.
+At a constant rate the policy collapses in one or two updates (every rate from 5e-3 to 5e-2), before
+the detector's warm-up is over. This reward (a well-formed calculator call) does not depend on the
+prompt, so within-group std is a function of the mean reward and cannot fall ahead of it; warning ahead
+of a gradual collapse is tested on synthetic series in tests/trainers/metrics/test_echo_trap.py.
 """
 
 import json
@@ -27,7 +27,7 @@ from trainers.training.model_io import load_policy
 
 ARTIST_PARAMS = {"mode": "numeric", "answer_weight": 1.0, "format_weight": 0.0, "tool_weight": 1.0}
 ARTIST = {"components": [{"name": "artist", "params": ARTIST_PARAMS}]}  # as the short demo test
-COLLAPSED = 0.05  # a step whose mean reward is at most this scores (almost) nothing
+FALLEN = 0.5  # reward at most this, after a plateau near 0.95, is a run falling apart
 
 
 def read(path: Path) -> list[dict]:
@@ -43,7 +43,7 @@ def collapsing_config(tmp_path: Path, policy: dict, steps: int, seed: int):
 
 
 @pytest.mark.slow
-def test_silent_while_learning_and_alerted_by_the_collapse(tmp_path, demo_sft_policy):
+def test_silent_while_learning_and_alerted_by_the_fall(tmp_path, demo_sft_policy):
     model, tokenizer = load_policy(demo_sft_policy["sft"])
     config = collapsing_config(tmp_path, demo_sft_policy, steps=30, seed=0)
     build_trainer(config, model=model, tokenizer=tokenizer).train()
@@ -51,17 +51,17 @@ def test_silent_while_learning_and_alerted_by_the_collapse(tmp_path, demo_sft_po
     metrics = read(run / "metrics.jsonl")
     rewards = {row["step"]: row["reward/mean"] for row in metrics}
     stds = {row["step"]: row["reward/group_std_mean"] for row in metrics}
-    # it learned first, then collapsed for good: every step from `collapsed` on scores (almost) nothing
+    # it learned first, then fell apart: the first step after learning whose reward is at most FALLEN
     learned = min(step for step, reward in rewards.items() if reward >= 0.8)
-    collapsed = min(s for s in rewards if all(rewards[t] <= COLLAPSED for t in rewards if t >= s))
-    assert learned < collapsed <= max(rewards) - 2, rewards
+    fallen = min((s for s in rewards if s > learned and rewards[s] <= FALLEN), default=None)
+    assert fallen is not None, rewards
     # the plateau sharpened: group std fell below the std rule's threshold, yet no alert came then
-    sharpest = min((s for s in stds if s < collapsed), key=stds.get)
+    sharpest = min((s for s in stds if learned <= s < fallen), key=stds.get)
     assert stds[sharpest] < config.echo_trap.detector.std_collapse_ratio * max(stds.values())
     alerts = [row["alert"] for row in read(run / "alerts.jsonl")]
     assert alerts, rewards
     first = alerts[0]
-    assert max(learned, sharpest) < first["step"] <= collapsed + 1, (first, rewards)
+    assert max(learned, sharpest) < first["step"] <= fallen + 1, (first, rewards)
     assert first["rule"] in ("std_collapse", "entropy_drop")
     evidence, tolerance = first["evidence"], config.echo_trap.detector.reward_tolerance
     assert evidence["reward_mean"] <= evidence["reward_at_reference"] + tolerance
