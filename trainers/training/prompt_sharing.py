@@ -15,6 +15,8 @@ import torch
 from torch import nn
 from transformers import DynamicCache
 
+from trainers.backends.prefill_plan import left_pad
+
 
 def distinct_prompts(
     input_ids: torch.Tensor, prompt_lengths: torch.Tensor
@@ -26,17 +28,6 @@ def distinct_prompts(
         for row, length in zip(input_ids, prompt_lengths.tolist(), strict=True)
     ]
     return [list(ids) for ids in index], torch.tensor(row_of, dtype=torch.long, device=input_ids.device)
-
-
-def left_padded(prompts: list[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Ids and attention mask with every prompt ending at the last column (pad id 0: masked anyway)."""
-    width = max(len(p) for p in prompts)
-    ids = torch.zeros((len(prompts), width), dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for row, prompt in enumerate(prompts):
-        ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
-        mask[row, width - len(prompt) :] = 1
-    return ids.to(device), mask.to(device)
 
 
 def cache_argument(decoder: nn.Module) -> str | None:
@@ -59,7 +50,7 @@ def shared_prompt_hidden(
     `prompts` and `row_of` come from `distinct_prompts`; `attention_mask` is the full rows' mask.
     """
     device = response_ids.device
-    prompt_ids, prompt_mask = left_padded(prompts, device)
+    prompt_ids, prompt_mask = left_pad(prompts, 0, device)  # the pad id is masked: any id will do
     cache = DynamicCache()
     encoded = decoder(
         input_ids=prompt_ids,
