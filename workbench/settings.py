@@ -94,6 +94,16 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default has a web server and worker processes writing at once. A deferred
+    # transaction that reads and then writes cannot wait for the lock ("database is locked" at once),
+    # so transactions take the write lock when they begin and wait up to `timeout` seconds for it;
+    # WAL lets readers go on while one process writes.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

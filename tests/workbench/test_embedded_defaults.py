@@ -83,3 +83,30 @@ def test_a_job_runs_end_to_end_on_sqlite_and_the_filesystem_broker(embedded_env,
     )
     assert (tmp_path / "var" / "db.sqlite3").exists()
     assert (tmp_path / "var" / "broker" / "queue").is_dir()
+
+
+READ_THEN_WRITE = """
+from django.db import transaction
+from workbench.accounts.models import Team
+team = Team.objects.get_or_create(name="writers")[0]
+for _ in range(200):
+    with transaction.atomic():  # a read, then a write: the lock upgrade SQLite cannot wait for
+        current = Team.objects.get(pk=team.pk)
+        Team.objects.filter(pk=current.pk).update(name="writers")
+print("DONE")
+"""
+
+
+def test_processes_writing_at_once_wait_for_the_sqlite_lock(embedded_env):
+    """The web server and workers write at once; deferred transactions used to fail "database is locked"."""
+    assert manage(embedded_env, "migrate", "--noinput").returncode == 0
+    assert manage(embedded_env, "shell", "-c", "from workbench.accounts.models import Team; "
+                  "Team.objects.create(name='writers')").returncode == 0  # fmt: skip
+    writers = [
+        subprocess.Popen([sys.executable, "manage.py", "shell", "-c", READ_THEN_WRITE], cwd=REPO_ROOT,
+                         env=embedded_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]  # fmt: skip
+    results = [writer.communicate(timeout=180) for writer in writers]
+    for out, err in results:
+        assert "DONE" in out, err[-2000:]
