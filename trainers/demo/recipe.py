@@ -94,11 +94,20 @@ def held_out_eval(model: Any, tokenizer: Any, rows: list[dict], settings: DemoSe
     return evaluator.run(seed=10_000 + settings.seed)
 
 
-def run_demo(settings: DemoSettings, out_dir: str | Path) -> DemoReport:
-    """Build data and model, SFT, evaluate, GRPO, evaluate again on the held-out set; writes report.json."""
-    if settings.threads:
-        torch.set_num_threads(settings.threads)
-    out = Path(out_dir)
+@dataclass
+class DemoSFT:
+    """The demo's policy after SFT (also saved in out/sft), its data files and held-out problems."""
+
+    model: Any
+    tokenizer: Any
+    data: dict[str, Path]
+    held_out: list[Any]
+    seconds: float
+    steps: int
+
+
+def demo_sft(settings: DemoSettings, out: Path) -> DemoSFT:
+    """Data, experts and the tiny model, then the two SFT phases (tool-only, then the whole mix)."""
     out.mkdir(parents=True, exist_ok=True)
     # The problems are the same for every seed; the seed changes the model, its SFT and RL.
     train, held_out = make_splits(settings.n_train + settings.n_val, settings.n_eval, seed=12345)
@@ -114,19 +123,29 @@ def run_demo(settings: DemoSettings, out_dir: str | Path) -> DemoReport:
     model, tokenizer = load_policy(base)
     examples = render_experts(records, template=template, tokenizer=tokenizer, tools=tools)
     with_tool = [e for e, r in zip(examples, records, strict=True) if r["uses_tool"]]
-    sft_seconds, sft_steps = 0.0, 0
+    seconds, steps_done = 0.0, 0
     for phase, steps in ((with_tool, settings.sft_tool_steps), (examples, settings.sft_steps)):
         sft = sft_train(
             model, phase, pad_token_id=tokenizer.pad_token_id, steps=steps, batch_size=settings.sft_batch,
             lr=settings.sft_lr, decay=False, max_seconds=settings.sft_seconds, seed=settings.seed,
         )  # fmt: skip
-        sft_seconds, sft_steps = sft_seconds + sft.seconds, sft_steps + sft.steps
+        seconds, steps_done = seconds + sft.seconds, steps_done + sft.steps
     model.save_pretrained(out / "sft")
     tokenizer.save_pretrained(out / "sft")
-    rows = [p.row() for p in held_out]
+    return DemoSFT(model, tokenizer, data, held_out, seconds, steps_done)
+
+
+def run_demo(settings: DemoSettings, out_dir: str | Path) -> DemoReport:
+    """Build data and model, SFT, evaluate, GRPO, evaluate again on the held-out set; writes report.json."""
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    out = Path(out_dir)
+    sft = demo_sft(settings, out)
+    model, tokenizer = sft.model, sft.tokenizer
+    rows = [p.row() for p in sft.held_out]
     before = held_out_eval(model, tokenizer, rows, settings)
     start = time.perf_counter()
-    config = rl_config(settings, out, out / "sft", data)
+    config = rl_config(settings, out, out / "sft", sft.data)
     trainer = build_trainer(config, model=model, tokenizer=tokenizer)
     if settings.eval_every:
         trainer.settings.keep_best = "sampled/accuracy"
@@ -139,7 +158,7 @@ def run_demo(settings: DemoSettings, out_dir: str | Path) -> DemoReport:
     rl_seconds = time.perf_counter() - start
     after = held_out_eval(model, tokenizer, rows, settings)
     report = DemoReport(
-        asdict(settings), before, after, sft_seconds, rl_seconds, sft_steps, result.steps_done, best_step
+        asdict(settings), before, after, sft.seconds, rl_seconds, sft.steps, result.steps_done, best_step
     )
     (out / "report.json").write_text(json.dumps(asdict(report), indent=2), encoding="utf-8")
     return report
