@@ -78,9 +78,7 @@ class HFBackend(GenerationBackend):
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.eos_ids = eos_token_ids(model, tokenizer)
         self._token_text: list[str] | None = None
-        # transformers 5 renamed `past_key_values` to `cache`; remote-code models may still use the old name
-        params = inspect.signature(model.forward).parameters
-        self.cache_arg = "cache" if "cache" in params else "past_key_values"
+        self.cache_arg = cache_argument(model) or "past_key_values"
         self.fast_decode = fast_decode and unsupported_reason(model) is None
 
     @property
@@ -240,6 +238,13 @@ class HFDecoder:
             return attention
         dtype = self.model.dtype
         return (1 - attention[:, None, None, :]).to(dtype) * torch.finfo(dtype).min
+
+
+def cache_argument(module: Any) -> str | None:
+    """The forward's KV-cache keyword: transformers 5 renamed `past_key_values` to `cache`, remote-code
+    models may still use the old name; None when the forward takes neither."""
+    params = inspect.signature(module.forward).parameters
+    return next((name for name in ("cache", "past_key_values") if name in params), None)
 
 
 def row_seeds(requests: list[GenerationRequest], device: torch.device) -> torch.Tensor:

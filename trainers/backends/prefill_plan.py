@@ -7,6 +7,7 @@ Both decoders of the HF backend (the plain model calls and the fast decoder) sta
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -30,12 +31,18 @@ class PrefillPlan:
         return sum(hit.length for hit in self.hits if hit is not None)
 
 
+def distinct(sequences: Iterable[Sequence[int]]) -> tuple[list[tuple[int, ...]], list[int]]:
+    """The distinct sequences in first-seen order and, for each input, the index of its own."""
+    index: dict[tuple[int, ...], int] = {}
+    row_of = [index.setdefault(tuple(seq), len(index)) for seq in sequences]
+    return list(index), row_of
+
+
 def plan_prefill(
     prompts: list[list[int]], prefix_cache: PrefixCache, pad_id: int, device: torch.device
 ) -> PrefillPlan:
     """Take each distinct prompt's longest cached prefix and lay out the rest for one forward pass."""
-    unique: dict[tuple[int, ...], int] = {}
-    row_of = [unique.setdefault(tuple(p), len(unique)) for p in prompts]
+    unique, row_of = distinct(prompts)
     hits = [prefix_cache.take(ids) for ids in unique]
     cached = [hit.length if hit is not None else 0 for hit in hits]
     suffixes = [list(ids[n:]) for ids, n in zip(unique, cached, strict=True)]

@@ -14,7 +14,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from trainers.training.prompt_sharing import cache_argument, distinct_prompts, shared_prompt_hidden
+from trainers.backends.hf import cache_argument
+from trainers.training.prompt_sharing import distinct_prompts, shared_prompt_hidden
 from trainers.trajectory import Trajectory
 
 

@@ -9,31 +9,20 @@ and values from all its samples add up, as they would across G separate copies.
 
 from __future__ import annotations
 
-import inspect
-
 import torch
 from torch import nn
 from transformers import DynamicCache
 
-from trainers.backends.prefill_plan import left_pad
+from trainers.backends.prefill_plan import distinct, left_pad
 
 
 def distinct_prompts(
     input_ids: torch.Tensor, prompt_lengths: torch.Tensor
 ) -> tuple[list[list[int]], torch.Tensor]:
     """The distinct prompts of a batch and, per row, the index of its prompt."""
-    index: dict[tuple[int, ...], int] = {}
-    row_of = [
-        index.setdefault(tuple(row[:length].tolist()), len(index))
-        for row, length in zip(input_ids, prompt_lengths.tolist(), strict=True)
-    ]
-    return [list(ids) for ids in index], torch.tensor(row_of, dtype=torch.long, device=input_ids.device)
-
-
-def cache_argument(decoder: nn.Module) -> str | None:
-    """The decoder's KV-cache keyword (transformers 5 calls it `cache`), or None when it takes none."""
-    params = inspect.signature(decoder.forward).parameters
-    return next((name for name in ("cache", "past_key_values") if name in params), None)
+    rows = zip(input_ids, prompt_lengths.tolist(), strict=True)
+    prompts, row_of = distinct(row[:length].tolist() for row, length in rows)
+    return [list(ids) for ids in prompts], torch.tensor(row_of, dtype=torch.long, device=input_ids.device)
 
 
 def shared_prompt_hidden(
