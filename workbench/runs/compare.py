@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Max, Q, Sum
+from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
 
-from .models import MetricPoint, MetricRollup, Run
+from .models import MetricPoint, MetricRollup, Run, TrajectoryRecord
 from .rollups import TOP_LEVEL
 
 SUMMARY_KEYS = ("reward/mean", "eval/accuracy")
@@ -43,31 +43,54 @@ class Summary:
     tool_calls_per_solved: float | None
 
 
-def _final(run: Run, key: str) -> float | None:
-    point = MetricPoint.objects.filter(run=run, key=key).order_by("-step").values_list("value", flat=True)
-    return point.first()
-
-
-def _best(run: Run, key: str) -> float | None:
-    """The maximum over the whole run, read from the top of the rollup pyramid (a few rows)."""
-    return MetricRollup.objects.filter(run=run, key=key, level=TOP_LEVEL).aggregate(v=Max("max_value"))["v"]
-
-
-def _tool_calls_per_solved(run: Run) -> float | None:
-    """OTC's tool productivity, inverted: tool calls spent per correctly solved stored trajectory."""
-    totals = run.trajectories.aggregate(
-        calls=Sum("num_tool_calls"), solved=Count("id", filter=Q(correct=True))
+def _finals(run_ids: list[int]) -> dict[tuple[int, str], float]:
+    """(run id, key) -> the value at the series' last step, for every run in one query (the unique
+    (run, key, step) index answers the correlated max-step lookup)."""
+    last_step = (
+        MetricPoint.objects.filter(run_id=OuterRef("run_id"), key=OuterRef("key"))
+        .order_by("-step")
+        .values("step")[:1]
     )
-    return totals["calls"] / totals["solved"] if totals["solved"] else None
+    rows = MetricPoint.objects.filter(run_id__in=run_ids, key__in=SUMMARY_KEYS, step=Subquery(last_step))
+    return {(run_id, key): value for run_id, key, value in rows.values_list("run_id", "key", "value")}
+
+
+def _bests(run_ids: list[int]) -> dict[tuple[int, str], float]:
+    """(run id, key) -> the maximum over the whole run, read from the top of the rollup pyramid (a few
+    rows per run), for every run in one query."""
+    rows = (
+        MetricRollup.objects.filter(run_id__in=run_ids, key__in=SUMMARY_KEYS, level=TOP_LEVEL)
+        .values("run_id", "key")
+        .annotate(best=Max("max_value"))
+        .order_by()
+    )
+    return {(row["run_id"], row["key"]): row["best"] for row in rows}
+
+
+def _tool_calls_per_solved(run_ids: list[int]) -> dict[int, float]:
+    """OTC's tool productivity, inverted: tool calls spent per correctly solved stored trajectory, per
+    run, in one query; runs with nothing solved are absent."""
+    rows = (
+        TrajectoryRecord.objects.filter(run_id__in=run_ids)
+        .values("run_id")
+        .annotate(calls=Sum("num_tool_calls"), solved=Count("id", filter=Q(correct=True)))
+        .order_by()
+    )
+    return {row["run_id"]: row["calls"] / row["solved"] for row in rows if row["solved"]}
 
 
 def compare_summary(runs: list[Run]) -> list[Summary]:
+    """One summary row per run, from three queries whatever the number of runs."""
+    ids = [run.pk for run in runs]
+    if not ids:
+        return []
+    finals, bests, productivity = _finals(ids), _bests(ids), _tool_calls_per_solved(ids)
     return [
         Summary(
             run=run,
-            final={key: _final(run, key) for key in SUMMARY_KEYS},
-            best={key: _best(run, key) for key in SUMMARY_KEYS},
-            tool_calls_per_solved=_tool_calls_per_solved(run),
+            final={key: finals.get((run.pk, key)) for key in SUMMARY_KEYS},
+            best={key: bests.get((run.pk, key)) for key in SUMMARY_KEYS},
+            tool_calls_per_solved=productivity.get(run.pk),
         )
         for run in runs
     ]

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 
 from workbench.accounts.access import get_scoped_or_404, team_queryset
@@ -155,18 +155,22 @@ def runs_for_compare(*, user, ids: str = "", tag: str = "", limit: int = 12) -> 
 
 
 def trajectories_same_prompt(*, runs: list[Run], group_id: str) -> list[tuple[Run, list[TrajectoryRecord]]]:
-    """Per run, the samples of one dataset row (group ids are row ids) at the latest step it was drawn."""
-    out = []
-    for run in runs:
-        latest = (
-            TrajectoryRecord.objects.filter(run=run, group_id=group_id)
-            .order_by("-step")
-            .values_list("step", flat=True)
-            .first()
-        )
-        records = trajectory_group(run=run, step=latest, group_id=group_id) if latest is not None else []
-        out.append((run, records))
-    return out
+    """Per run, the samples of one dataset row (group ids are row ids) at the latest step it was drawn,
+    read in one query whatever the number of runs."""
+    if not runs:
+        return []
+    latest_step = (
+        TrajectoryRecord.objects.filter(run_id=OuterRef("run_id"), group_id=group_id)
+        .order_by("-step")
+        .values("step")[:1]
+    )
+    records = TrajectoryRecord.objects.filter(
+        run__in=runs, group_id=group_id, step=Subquery(latest_step)
+    ).order_by("run_id", "sample_index")
+    by_run: dict[int, list[TrajectoryRecord]] = {run.pk: [] for run in runs}
+    for record in records:
+        by_run[record.run_id].append(record)
+    return [(run, by_run[run.pk]) for run in runs]
 
 
 @dataclass(frozen=True)

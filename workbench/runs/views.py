@@ -18,7 +18,7 @@ from . import selectors, services
 from .compare import compare_summary, config_diff
 from .forms import RunForm, RunMetaForm, TrajectoryFilterForm, preset_choices
 from .models import RunStatus
-from .series import series_keys
+from .series import series_keys, series_keys_union
 from .tokens import turn_pieces
 
 
@@ -169,7 +169,7 @@ def run_compare(request):
     runs = selectors.runs_for_compare(
         user=request.user, ids=request.GET.get("runs", ""), tag=request.GET.get("tag", "")
     )
-    keys = sorted({key for run in runs for key in series_keys(run=run)})
+    keys = series_keys_union(runs=runs)
     context = {
         "runs": runs,
         "keys": keys,

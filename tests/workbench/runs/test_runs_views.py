@@ -109,6 +109,61 @@ def test_compare_ignores_other_teams_runs(client_for, member, run, other_run):
     assert [r.pk for r in response.context["runs"]] == [run.pk]
 
 
+def _compared_runs(team, member, snapshot, make_trajectory, count: int) -> list[Run]:
+    """`count` runs with both summary series, stored trajectories of one shared row, and a config diff."""
+    runs = []
+    for i in range(count):
+        run = Run.objects.create(
+            team=team, created_by=member, name=f"r{i}", config={**snapshot, "seed": i}, is_baseline=i == 0
+        )
+        metrics_ingest(
+            run_id=run.pk,
+            points=[(0, "reward/mean", 0.9), (1, "reward/mean", 0.1 * i), (1, "eval/accuracy", 0.5)],
+        )
+        trajectories_ingest(
+            run_id=run.pk,
+            batches={
+                1: [make_trajectory("row7", 0, text="old step")],
+                2: [make_trajectory("row7", s, correct=s == 0, text=f"run {i} sample {s}") for s in (0, 1)],
+            },
+        )
+        runs.append(run)
+    return runs
+
+
+def _compare_queries(client, runs: list[Run]) -> tuple[int, object]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    url = reverse("runs:compare") + "?runs=" + ",".join(str(r.pk) for r in runs) + "&group=row7"
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    assert response.status_code == 200
+    return len(queries), response
+
+
+def test_compare_queries_do_not_grow_with_the_number_of_runs(
+    client_for, member, team, snapshot, make_trajectory
+):
+    client = client_for(member)
+    client.get(reverse("runs:list"))  # session, user and membership lookups warmed like any later page
+    few, _ = _compare_queries(client, _compared_runs(team, member, snapshot, make_trajectory, 2))
+    Run.objects.all().delete()
+    runs = _compared_runs(team, member, snapshot, make_trajectory, 6)
+    many, response = _compare_queries(client, runs)
+    assert many == few, f"{few} queries for 2 runs, {many} for 6"
+    # Each kind of data is still right for every run after the aggregation.
+    summary = {s.run.name: s for s in response.context["summary"]}
+    assert summary["r5"].final == {"reward/mean": pytest.approx(0.5), "eval/accuracy": 0.5}
+    assert summary["r5"].best["reward/mean"] == pytest.approx(0.9)
+    assert summary["r3"].tool_calls_per_solved == 1.5  # three one-call samples, two of them solved
+    assert response.context["keys"] == ["eval/accuracy", "reward/mean"]
+    same = response.context["same_prompt"]
+    assert [run.pk for run, _ in same] == [run.pk for run in runs]
+    assert [(t.step, t.sample_index) for t in same[4][1]] == [(2, 0), (2, 1)]
+    assert "run 4 sample 1" in response.content.decode()
+
+
 def test_metrics_csv_export(client_for, member, run):
     metrics_ingest(run_id=run.pk, points=[(0, "reward/mean", 0.5), (1, "reward/mean", 0.75)])
     response = client_for(member).get(reverse("runs:export_metrics", args=[run.pk]))
