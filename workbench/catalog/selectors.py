@@ -1,6 +1,6 @@
 """Reads for versioned catalog objects, always scoped to the user's teams."""
 
-from django.db.models import Max, QuerySet
+from django.db.models import Max, OuterRef, QuerySet, Subquery
 
 from workbench.accounts.access import team_queryset
 from workbench.accounts.models import Team
@@ -25,3 +25,11 @@ def catalog_versions(*, item: CatalogItem) -> QuerySet:
 
 def catalog_version_get(*, item: CatalogItem, number: int) -> CatalogVersion:
     return item.versions.get(number=number)
+
+
+def latest_versions(model: type[CatalogVersion]) -> QuerySet:
+    """The newest version of every live item of a catalog version model (unscoped: the caller scopes it,
+    e.g. a TeamScopedFormMixin form's choices)."""
+    newest = model.objects.filter(item=OuterRef("item")).order_by("-number").values("number")[:1]
+    latest = model.objects.filter(item__is_deleted=False, number=Subquery(newest))
+    return latest.select_related("item").order_by("item__name")

@@ -1,16 +1,9 @@
 """Forms of the datasets app: what a user types; the services do the checking that needs the database."""
 
 from django import forms
-from django.db.models import OuterRef, QuerySet, Subquery
 
+from workbench.catalog.selectors import latest_versions
 from workbench.datasets.models import DatasetVersion, SplitMethod
-
-
-def latest_versions(model) -> QuerySet:
-    """The newest version of every live item of a catalog version model (unscoped: a form mixin scopes it)."""
-    newest = model.objects.filter(item=OuterRef("item")).order_by("-number").values("number")[:1]
-    latest = model.objects.filter(item__is_deleted=False, number=Subquery(newest))
-    return latest.select_related("item").order_by("item__name")
 
 
 class DatasetVersionChoice(forms.ModelChoiceField):

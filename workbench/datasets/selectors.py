@@ -37,6 +37,11 @@ def dataset_rows(*, version: DatasetVersion, split: str | None = None, limit: in
     return list(rows[:limit])
 
 
+def dataset_row_at(*, version: DatasetVersion, index: int) -> DatasetRow | None:
+    """Row `index` of a version the caller already scoped (e.g. a team-scoped form choice); None if absent."""
+    return version.rows.filter(index=index).first()
+
+
 def dataset_row_get(*, user, pk) -> DatasetRow:
     return get_scoped_or_404(DatasetRow.objects.select_related("version__item"), user, pk)
 

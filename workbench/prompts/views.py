@@ -7,7 +7,7 @@ from django.views.decorators.http import require_POST
 from workbench.accounts.access import role_at_least, team_role_required
 from workbench.accounts.models import Role
 from workbench.catalog import pages
-from workbench.datasets.models import DatasetRow
+from workbench.datasets import selectors as dataset_selectors
 from workbench.prompts import rendering, selectors, services
 from workbench.prompts.forms import PreviewForm, PromptTemplateCreateForm, PromptTemplateForm
 
@@ -85,7 +85,7 @@ def prompt_template_preview(request):
     data = form.cleaned_data
     question, observation = data["question"] or DEFAULT_QUESTION, None
     if data["dataset"] is not None:
-        row = DatasetRow.objects.filter(version=data["dataset"], index=data["row_index"] or 0).first()
+        row = dataset_selectors.dataset_row_at(version=data["dataset"], index=data["row_index"] or 0)
         if row is None:
             error = f"{data['dataset'].item.name} v{data['dataset'].number} has no row {data['row_index']}"
             return render(request, "prompts/_preview.html", {"preview": rendering.Preview(error=error)})

@@ -7,7 +7,7 @@ from django.views.decorators.http import require_POST
 from workbench.accounts.access import role_at_least, team_role_required
 from workbench.accounts.models import Role
 from workbench.catalog import pages
-from workbench.datasets.models import DatasetRow
+from workbench.datasets import selectors as dataset_selectors
 from workbench.rewards import selectors, services
 from workbench.rewards.definitions import component_reference
 from workbench.rewards.forms import (
@@ -92,7 +92,7 @@ def reward_definition_test(request, pk: int, number: int):
     data = form.cleaned_data
     ground_truth = {k: v for k, v in (("answer", data["answer"]), ("tool_calls", data["tool_calls"])) if v}
     if data["dataset"] is not None:
-        row = DatasetRow.objects.filter(version=data["dataset"], index=data["row_index"] or 0).first()
+        row = dataset_selectors.dataset_row_at(version=data["dataset"], index=data["row_index"] or 0)
         if row is None:
             return render(request, "rewards/_score.html", {"form_errors": {"row_index": ["No such row."]}})
         ground_truth = row.ground_truth()

@@ -2,7 +2,7 @@
 
 from django import forms
 
-from workbench.datasets.forms import latest_versions
+from workbench.catalog.selectors import latest_versions
 from workbench.toolschemas.models import Implementation, ToolSchemaVersion
 from workbench.toolschemas.services import builtin_names
 

@@ -95,6 +95,15 @@ def test_list_selector_shows_live_items_of_the_users_teams_with_the_latest_numbe
     assert list(selectors.catalog_items_for(model=ToolSchema, user=outsider)) == []
 
 
+def test_latest_versions_offers_the_newest_version_of_each_live_item(team, member, tool):
+    services.catalog_version_create(item=tool, version=calculator_version("v2"), user=member)
+    gone = services.catalog_item_create(
+        item=ToolSchema(team=team, name="gone"), version=calculator_version(), user=member
+    )
+    services.catalog_item_soft_delete(item=gone.item, user=member)
+    assert [(v.item.name, v.number) for v in selectors.latest_versions(ToolSchemaVersion)] == [("calc", 2)]
+
+
 def test_versions_are_scoped_through_their_item(tool, member, outsider):
     from workbench.accounts.access import team_queryset
 
