@@ -40,9 +40,11 @@ run: $(STAMP)
 	$(VENV)/bin/gunicorn workbench.wsgi -b $(HOST):$(PORT) --workers 2 --threads 4 --timeout 600 \
 		--access-logfile -
 
-# A per-test timeout makes a hang fail the run instead of stalling CI.
+# tests.services uses the PostgreSQL and Redis that answer, or starts throwaway ones from the installed
+# binaries for the run (and says what to install when there are none). A per-test timeout makes a hang
+# fail the run instead of stalling CI.
 test: $(STAMP)
-	$(PY) -m pytest tests -q --timeout=900
+	$(PY) -m tests.services -- $(PY) -m pytest tests -q --timeout=900
 
 # Benchmarks need PostgreSQL; each script's output is kept in bench-results/<script>.txt.
 bench: $(STAMP)
