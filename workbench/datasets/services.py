@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from celery import signature
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.uploadedfile import UploadedFile
@@ -25,6 +26,10 @@ from workbench.datasets.parsing import FileError, check_size, format_for_filenam
 from workbench.jobs.services import job_create, job_enqueue, job_fail, job_succeed, job_update
 
 ROW_BATCH = 1000
+
+# The upload task's registered name: this module sends it by name, so it never imports the tasks module
+# (the tasks call these services, never the other way round).
+UPLOAD_TASK = "workbench.datasets.tasks.dataset_upload_process_task"
 
 
 def _split_errors(*, split_method: str, eval_ratio: float, split_column: str) -> dict[str, str]:
@@ -94,9 +99,7 @@ def dataset_upload_create(
         upload.job = job_create(team=team, kind="dataset_validate")
         upload.save()
         if not process_now:
-            from workbench.datasets.tasks import dataset_upload_process_task  # tasks import this module
-
-            job_enqueue(job=upload.job, task=dataset_upload_process_task, upload_id=upload.pk)
+            job_enqueue(job=upload.job, task=signature(UPLOAD_TASK), upload_id=upload.pk)
     return dataset_upload_process(upload_id=upload.pk) if process_now else upload
 
 
@@ -130,6 +133,16 @@ def dataset_upload_process(*, upload_id: int) -> DatasetUpload:
     if job_id:
         job_succeed(job_id=job_id, message=f"Stored {report.rows} rows as version {upload.version.number}")
     return upload
+
+
+def dataset_upload_run(*, upload_id: int) -> DatasetUpload:
+    """What the upload task does: process the upload; an unexpected error (a bug, a lost database or
+    file) marks it failed so the page stops waiting, then propagates to the worker."""
+    try:
+        return dataset_upload_process(upload_id=upload_id)
+    except Exception as exc:
+        dataset_upload_abort(upload_id=upload_id, error=f"{type(exc).__name__}: {exc}")
+        raise
 
 
 def dataset_upload_abort(*, upload_id: int, error: str) -> None:

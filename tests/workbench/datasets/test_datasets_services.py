@@ -199,6 +199,37 @@ def test_an_unexpected_error_marks_the_upload_failed(team, member, upload_file):
     assert JobProgress.objects.get(pk=upload.job_id).message == "Internal error; nothing was saved"
 
 
+def test_an_upload_sends_the_registered_task_once_committed(
+    team, member, upload_file, monkeypatch, django_capture_on_commit_callbacks
+):
+    from workbench.celery_app import app
+
+    sent = []
+
+    def send_task(name, args=None, kwargs=None, **options):
+        sent.append((name, kwargs))
+
+    monkeypatch.setattr(app, "send_task", send_task)
+    with django_capture_on_commit_callbacks(execute=True):
+        file = upload_file("d.jsonl", _jsonl(_rows(2)))
+        upload = services.dataset_upload_create(team=team, user=member, name="d", file=file)
+        assert sent == []  # nothing is sent before the upload's rows are committed
+    expected = {"job_id": str(upload.job_id), "upload_id": upload.pk}
+    assert sent == [(dataset_upload_process_task.name, expected)]
+
+
+def test_the_services_do_not_import_the_tasks_module():
+    """The task calls the services; the services send the task by its name, so there is no import cycle."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(services))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imports = [node for node in ast.walk(tree) if isinstance(node, ast.Import)]
+    imported |= {alias.name for node in imports for alias in node.names}
+    assert not {name for name in imported if name and name.endswith("tasks")}
+
+
 def test_redelivered_task_does_not_store_twice(team, member, upload_file):
     upload = _upload(team, member, upload_file)
     again = services.dataset_upload_process(upload_id=upload.pk)
