@@ -37,7 +37,6 @@ def test_load_json_file(tmp_path):
 
 
 def test_load_yaml_file(tmp_path):
-    pytest.importorskip("yaml")
     path = tmp_path / "run.yaml"
     path.write_text(
         "algorithm:\n  estimator: rloo\nfilters:\n  - name: dapo_dynamic\n    max_refill_rounds: 2\n"

@@ -41,7 +41,6 @@ def test_template_rule_needs_a_template(make_traj):
 
 
 def test_template_rule_uses_the_templates_format_check(make_traj):
-    pytest.importorskip("trainers.templates")
     good = "<think>a</think> \\boxed{1}"
     bad = "\\boxed{1} <think>a</think>"
     assert REWARDS.get("format")().score(make_traj(good), RewardContext(template="qwen_tool")) == 1.0

@@ -2,8 +2,6 @@ import pytest
 
 from trainers.rewards import score_text
 
-pytest.importorskip("trainers.templates")
-
 DEFINITION = {
     "components": [
         {"name": "correctness"},
