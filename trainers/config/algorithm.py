@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Estimator = Literal["grpo", "dr_grpo", "rloo", "reinforce_pp", "remax", "ppo", "gigpo"]
 GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "gigpo")  # need several samples per prompt
@@ -31,6 +31,11 @@ class AlgorithmConfig(BaseModel):
     normalize: bool = Field(True, description="reinforce_pp: normalise advantages over the whole batch")
     history_baseline: bool = Field(False, description="reinforce_pp: subtract a moving average of rewards")
     history_momentum: float = Field(0.9, ge=0.0, lt=1.0, description="reinforce_pp: momentum of that average")
+    group_baseline: bool = Field(
+        False,
+        description="reinforce_pp: REINFORCE++-baseline, subtract the mean reward of the prompt's group "
+        "before the batch normalisation (needs samples_per_prompt >= 2)",
+    )
     gigpo_omega: float = Field(1.0, ge=0.0, description="gigpo: weight of the step-level advantage")
     gigpo_gamma: float = Field(0.95, ge=0.0, le=1.0, description="gigpo: discount of step returns")
     gigpo_norm: Literal["std", "none"] = Field("std", description="gigpo: F = std or 1")
@@ -57,6 +62,7 @@ class AlgorithmConfig(BaseModel):
                 "normalize": self.normalize,
                 "history_baseline": self.history_baseline,
                 "history_momentum": self.history_momentum,
+                "group_baseline": self.group_baseline,
             },
             "gigpo": {
                 "gamma": self.gigpo_gamma,
@@ -68,6 +74,18 @@ class AlgorithmConfig(BaseModel):
             },
         }
         return by_name[self.estimator]
+
+    @model_validator(mode="after")
+    def _one_baseline(self) -> AlgorithmConfig:
+        if self.estimator == "reinforce_pp" and self.group_baseline and self.history_baseline:
+            raise ValueError("reinforce_pp: choose one of group_baseline and history_baseline")
+        return self
+
+    @property
+    def compares_group_samples(self) -> bool:
+        """True when advantages compare the samples of a prompt (samples_per_prompt must be >= 2)."""
+        grouped_reinforce_pp = self.estimator == "reinforce_pp" and self.group_baseline
+        return self.estimator in GROUP_ESTIMATORS or grouped_reinforce_pp
 
 
 class LossConfig(BaseModel):
@@ -86,10 +104,19 @@ class LossConfig(BaseModel):
     entropy_coef: float = Field(0.0, ge=0.0, description="weight of the entropy bonus")
     value_coef: float = Field(0.5, ge=0.0, description="ppo: weight of the value loss")
     value_clip: float | None = Field(0.2, gt=0.0, description="ppo: clip range of the value loss; none = off")
+    norm_constant: int | None = Field(
+        None,
+        ge=1,
+        description="seq_mean_token_sum (Dr. GRPO): the fixed divisor of each sequence's token-loss sum; "
+        "none = limits.max_total_new_tokens, the generation budget",
+    )
 
-    def policy_loss_kwargs(self) -> dict[str, Any]:
-        """Arguments of trainers.losses.objective.PolicyLossConfig."""
+    def policy_loss_kwargs(self, generation_budget: int | None = None) -> dict[str, Any]:
+        """Arguments of trainers.losses.objective.PolicyLossConfig; `generation_budget` (the run's
+        limits.max_total_new_tokens) is the seq_mean_token_sum divisor unless `norm_constant` is set."""
+        constant = self.norm_constant or generation_budget
         return {
+            "norm_constant": None if constant is None else float(constant),
             "eps_low": self.clip_low,
             "eps_high": self.clip_high,
             "dual_clip": self.dual_clip,

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trainers.backends.sampling import SamplingParams
-from trainers.config.algorithm import GROUP_ESTIMATORS, AlgorithmConfig, FilterConfig, LossConfig
+from trainers.config.algorithm import AlgorithmConfig, FilterConfig, LossConfig
 from trainers.config.sections import (
     CheckpointConfig,
     DataConfig,
@@ -78,9 +78,10 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
-        if self.algorithm.estimator in GROUP_ESTIMATORS and self.rollout.samples_per_prompt < 2:
+        if self.algorithm.compares_group_samples and self.rollout.samples_per_prompt < 2:
+            what = "reinforce_pp's group_baseline" if self.algorithm.estimator == "reinforce_pp" else None
             raise ValueError(
-                f"{self.algorithm.estimator} compares samples of a prompt: samples_per_prompt >= 2"
+                f"{what or self.algorithm.estimator} compares samples of a prompt: samples_per_prompt >= 2"
             )
         if self.loss.kl == "none" and self.loss.kl_coef > 0:
             raise ValueError("loss.kl_coef > 0 needs a KL estimator (loss.kl: k1, k2 or k3)")

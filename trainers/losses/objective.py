@@ -22,7 +22,7 @@ class PolicyLossConfig:
     eps_high: float = 0.2  # upper clip: ratio ceiling 1 + eps_high (DAPO clip-higher: 0.28)
     dual_clip: float | None = None  # c > 1 bounds the loss of negative-advantage tokens at -c * A
     agg: Aggregation = "token_mean"  # token_mean | seq_mean_token_mean | seq_mean_token_sum
-    norm_constant: float | None = None  # seq_mean_token_sum divisor; the generation budget (default: T)
+    norm_constant: float | None = None  # seq_mean_token_sum divisor: the generation budget (None: width T)
     kl_kind: KLKind = "none"  # KL to the frozen reference: k1 | k2 | k3 | none
     kl_coef: float = 0.0  # beta (ToRL and DAPO: 0)
     entropy_coef: float = 0.0  # weight of the entropy bonus (subtracted from the loss)

@@ -130,7 +130,7 @@ def build_trainer(
         engine=engine,
         reward=config.reward,
         estimator=estimator,
-        loss_config=PolicyLossConfig(**config.loss.policy_loss_kwargs()),
+        loss_config=PolicyLossConfig(**config.loss.policy_loss_kwargs(config.limits.max_total_new_tokens)),
         update=UpdateSettings(
             ppo_epochs=training.ppo_epochs,
             minibatch_size=training.minibatch_size,

@@ -94,7 +94,8 @@ class Trainer:
         self.step = 0
         self.best: dict[str, float] = {}
         self._checkpointed = -1
-        self._rows: dict[str, dict] = {}  # group id -> its row, for ReMax's greedy rollouts
+        # group id -> its row and rollout seed, so ReMax's greedy rollout plays the group's level
+        self._rows: dict[str, tuple[dict, int]] = {}
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     # --- the loop --------------------------------------------------------------------------------
@@ -171,12 +172,15 @@ class Trainer:
     def rollout(self, rows: list[dict], step: int, round_: int) -> list[Trajectory]:
         # Group ids must be unique within a step, also when a row comes back in a refill round.
         rows = [{**row, "id": f"{step}.{round_}.{i}:{row.get('id', i)}"} for i, row in enumerate(rows)]
-        self._rows = {row["id"]: row for row in rows} | (self._rows if round_ else {})
         seed = self.settings.seed * 1_000_003 + step * 101 + round_
+        self._rows = {row["id"]: (row, seed) for row in rows} | (self._rows if round_ else {})
         trajectories = self.engine.run(rows, self.settings.samples_per_prompt, seed=seed)
-        ctx = RewardContext(step=step, total_steps=self.settings.steps, template=self.settings.template_name)
-        self.reward.compute(trajectories, ctx)
+        self.reward.compute(trajectories, self.reward_context(step))
         return trajectories
+
+    def reward_context(self, step: int) -> RewardContext:
+        """What rewards see of the run, the same for sampled and greedy (ReMax) rollouts."""
+        return RewardContext(step=step, total_steps=self.settings.steps, template=self.settings.template_name)
 
     def collect(self, step: int) -> tuple[list[Trajectory], list[Trajectory], float, dict[str, float]]:
         """Kept trajectories, all sampled ones, the filtered fraction and the rollout time split."""
@@ -207,17 +211,27 @@ class Trainer:
         }
         return [t for g in kept_groups for t in g], sampled, filtered_frac, timing
 
-    def greedy_baselines(self, trajectories: list[Trajectory], step: int) -> dict[str, float]:
-        """ReMax: the reward of one greedy response per prompt, keyed by group id."""
-        rows = {t.group_id: self._rows[t.group_id] for t in trajectories}
+    def greedy_rollout(self, trajectories: list[Trajectory], step: int) -> list[Trajectory]:
+        """ReMax: one greedy response per group, scored. Each runs with its group's rollout seed, from
+        which the engine derives the environment level of a row without `initial_state`."""
+        by_seed: dict[int, dict[str, dict]] = {}
+        for t in trajectories:
+            row, seed = self._rows[t.group_id]
+            by_seed.setdefault(seed, {})[t.group_id] = row
         saved = self.engine.sampling
         self.engine.sampling = SamplingParams(temperature=0.0)
+        greedy: list[Trajectory] = []
         try:
-            greedy = self.engine.run(list(rows.values()), 1, seed=step)
+            for seed, rows in by_seed.items():  # one seed per refill round
+                greedy += self.engine.run(list(rows.values()), 1, seed=seed)
         finally:
             self.engine.sampling = saved
-        self.reward.compute(greedy, RewardContext(step=step, total_steps=self.settings.steps))
-        return {t.group_id: t.reward for t in greedy}
+        self.reward.compute(greedy, self.reward_context(step))
+        return greedy
+
+    def greedy_baselines(self, trajectories: list[Trajectory], step: int) -> dict[str, float]:
+        """ReMax: the reward of one greedy response per prompt, keyed by group id."""
+        return {t.group_id: t.reward for t in self.greedy_rollout(trajectories, step)}
 
     # --- advantages and update -------------------------------------------------------------------
     def learn(self, trajectories: list[Trajectory]) -> dict[str, float]:
@@ -234,12 +248,14 @@ class Trainer:
                 ref_logprobs = forward_policy(
                     self.reference, batch, temperature=temperature, with_entropy=False
                 ).logprobs
+            current = old  # the policy's log-probs; KL in the reward needs them also when the update does not
+            if current is None and self.estimator.needs_kl:
+                current = forward_policy(self.model, batch, temperature=temperature, with_entropy=False)
         kl = None
         if self.estimator.needs_kl:
             if ref_logprobs is None:
                 raise ValueError("the estimator folds KL into rewards: it needs a reference model")
-            current = old.logprobs if old is not None else ref_logprobs
-            kl = (current - ref_logprobs) * batch.response_mask  # k1 per token, as in REINFORCE++
+            kl = (current.logprobs - ref_logprobs) * batch.response_mask  # k1 per token, as in REINFORCE++
         baselines = (
             self.greedy_baselines(trajectories, self.step) if self.estimator.needs_greedy_baseline else None
         )

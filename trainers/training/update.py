@@ -109,7 +109,9 @@ def ppo_update(
 ) -> dict[str, float]:
     """Run the epochs; returns the loss statistics averaged over micro-batches, and the mean grad norm."""
     size = inputs.batch.size
-    if loss_config.norm_constant is None:  # seq_mean_token_sum: one constant for every micro-batch
+    # seq_mean_token_sum: one constant for every micro-batch. A run built from a config passes its
+    # generation budget (Dr. GRPO's constant); this fallback, the step's width, varies between steps.
+    if loss_config.norm_constant is None:
         loss_config = dataclasses.replace(
             loss_config, norm_constant=float(inputs.batch.response_ids.shape[1])
         )
