@@ -61,11 +61,32 @@ def gumbel_noise(seeds: torch.Tensor, step: int, vocab: int) -> torch.Tensor:
     """Gumbel(0, 1) noise [batch, vocab], a pure function of (seed, step, token id).
 
     The uniforms have 24 bits, computed in float32 (half the time of float64 on the sampling path);
-    that truncates the Gumbel's lower tail at -2.85, below which it falls with probability 3e-8.
+    that truncates the Gumbel's lower tail at -2.85, below which it falls with probability 3e-8, and
+    its upper tail at 16.6 (probability 6e-8). See `uniform_from_bits` for why the top draw is clamped.
     """
     offset = (step * _GOLDEN + 2**63) % 2**64 - 2**63  # the int64 product, wrapped as a tensor would
     row = _mix(_mix(seeds) + offset)
     ids = torch.arange(vocab, device=seeds.device, dtype=torch.int64)
     bits = (_mix(row.unsqueeze(-1) + ids * _GOLDEN) >> 40) & ((1 << 24) - 1)
-    uniform = (bits.to(torch.float32) + 0.5) * (1.0 / (1 << 24))  # strictly inside (0, 1)
-    return -torch.log(-torch.log(uniform))
+    return -torch.log(-torch.log(uniform_from_bits(bits)))
+
+
+_BELOW_ONE = 1.0 - 2.0**-24  # nextafter(1, 0) in float32
+
+
+def uniform_from_bits(bits: torch.Tensor) -> torch.Tensor:
+    """(k + 0.5) / 2**24 in float32 for 24-bit draws k, strictly inside (0, 1).
+
+    float32 has 24 significant bits, so from 2**23 up k + 0.5 is a tie that rounds to the even
+    neighbour, and the largest draw, (2**24 - 1) + 0.5, rounds to 2**24: its uniform was 1.0 and its
+    noise +inf, so that token won whatever its logit, a top-k / top-p masked one included (-inf + inf
+    is nan, which argmax picks, with logprob -inf). The clamp maps that one draw to the largest
+    float32 below 1, 1 - 2**-24, the left edge of its cell [1 - 2**-24, 1); every other draw keeps its
+    value bit for bit, so seeded sampling only changes where the noise was infinite. It costs one
+    float32 pass, well under 1% of the noise's time (the hash and the two logs dominate). Dropping to
+    23 bits, (k + 0.5) / 2**23, would need no clamp but moves every uniform by 2**-25; near 1, where
+    -log(u) ~ 1 - u, that moves the noise by up to 0.7, so some seeded samples would change with no
+    bug behind them.
+    """
+    uniform = (bits.to(torch.float32) + 0.5) * (1.0 / (1 << 24))
+    return uniform.clamp_(max=_BELOW_ONE)
