@@ -78,8 +78,24 @@ def _sympy_equal(pred: str, gold: str) -> bool:
         return False
 
 
+# commas only as thousands separators: 1-3 leading digits (no leading zero), then groups of exactly
+# three; no "+" sign, which math-verify reads as a set ("+1,234" is {1, 234})
+_THOUSANDS = re.compile(r"-?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d*)?")
+
+
 def _to_number(text: str) -> float | None:
-    cleaned = text.strip().replace(",", "").replace("$", "").rstrip(".")
+    """A plain number (integer, decimal or fraction) as a float, else None.
+
+    A comma is read only as a thousands separator in its valid place (1,234 and 12,345,678.5); any
+    other comma makes the text not a plain number, so "1,2" (a list, or a decimal comma) is never 12.
+    math-verify reads it alike: "1,2" is the set {1, 2}, "1,234" is 1234, and a trailing "." or ","
+    is punctuation.
+    """
+    cleaned = text.strip().replace("$", "").rstrip(".,")
+    if "," in cleaned:
+        if not _THOUSANDS.fullmatch(cleaned):
+            return None
+        cleaned = cleaned.replace(",", "")
     try:
         return float(Fraction(cleaned))
     except (ValueError, ZeroDivisionError):

@@ -2,7 +2,13 @@ import pytest
 from pydantic import ValidationError
 
 from trainers.rewards import REWARDS, RewardContext
-from trainers.rewards.correctness import CorrectnessParams, _sympy_equal, answers_match, predicted_answer
+from trainers.rewards.correctness import (
+    CorrectnessParams,
+    _math_verify_equal,
+    _sympy_equal,
+    answers_match,
+    predicted_answer,
+)
 
 CTX = RewardContext()
 
@@ -80,3 +86,56 @@ def test_plain_numbers_compare_to_six_digits_like_math_verify():
 
 def test_overlong_answers_are_not_parsed():
     assert not answers_match("1+" * 150 + "1", "151", CorrectnessParams())
+
+
+# A comma is a thousands separator only before a group of exactly three digits, after 1-3 leading ones:
+# 1,234 = 1 * 1000 + 234 = 1234; 12,345,678 = 12 * 10**6 + 345 * 1000 + 678 = 12345678;
+# -1,234.5 = -(1234 + 0.5); "1,000." ends in punctuation, 1 * 1000 + 000 = 1000.
+THOUSANDS_EQUAL = [
+    ("1,234", "1234"),
+    ("1234", "1,234"),
+    ("12,345,678", "12345678"),
+    ("-1,234.5", "-1234.5"),
+    ("1,000.", "1000"),
+    ("$1,234", "1234"),
+]
+# Not thousands groups, so not one number: "1,2" would be 12 only if the comma were dropped (1 * 10 + 2),
+# but a group after a comma needs three digits ("2" has one, "23" two, "2345" four, "34" in 12,34,567
+# two, "56" in 1,234,56 two); "1234,567" leads with four digits; "0,123" has a leading zero (math-verify
+# reads it as the decimal 0.123); "1, 234" has a space. math-verify reads each as a set or tuple.
+COMMA_NOT_THOUSANDS = [
+    ("1,2", "12"),
+    ("12", "1,2"),
+    ("1,23", "123"),
+    ("1,2345", "12345"),
+    ("12,34,567", "1234567"),
+    ("1,234,56", "123456"),
+    ("1234,567", "1234567"),
+    ("0,123", "123"),
+    ("1, 234", "1234"),
+]
+
+
+@pytest.mark.parametrize(("pred", "gold"), THOUSANDS_EQUAL)
+def test_thousands_separators_in_their_places_are_read_as_one_number(pred, gold):
+    assert answers_match(pred, gold, CorrectnessParams())
+    assert answers_match(pred, gold, CorrectnessParams(mode="numeric"))
+
+
+@pytest.mark.parametrize(("pred", "gold"), COMMA_NOT_THOUSANDS)
+def test_commas_out_of_thousands_places_do_not_join_digits(pred, gold):
+    assert not answers_match(pred, gold, CorrectnessParams())
+    assert not answers_match(pred, gold, CorrectnessParams(mode="numeric"))
+
+
+def test_comma_cases_agree_with_math_verify():
+    pytest.importorskip("math_verify")
+    for pred, gold in THOUSANDS_EQUAL:
+        assert _math_verify_equal(pred, gold), (pred, gold)
+    for pred, gold in COMMA_NOT_THOUSANDS:
+        assert not _math_verify_equal(pred, gold), (pred, gold)
+
+
+def test_a_list_still_matches_itself():
+    assert answers_match("1,2", "1,2", CorrectnessParams())
+    assert answers_match("1,2", "2, 1", CorrectnessParams())  # math-verify compares them as sets
