@@ -15,6 +15,7 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
+from tests.trainers.floats import assert_close_float32
 from trainers.backends.base import GenerationRequest
 from trainers.backends.fast_decoder import FastDecoder, FastWeights, unsupported_reason
 from trainers.backends.hf import HFBackend, HFDecoder
@@ -80,7 +81,7 @@ def test_prefill_and_step_logits_match_the_model_forward(kind):
         logits = decoder.prefill(plan)
         seqs = [list(p) for p in PROMPTS]
         for row, seq in enumerate(seqs):
-            assert torch.allclose(logits[row], last_logits(model, seq), atol=1e-5, rtol=0)
+            assert_close_float32(logits[row], last_logits(model, seq))
         rows = list(range(len(seqs)))  # sequence of each decoder row
         for step in range(6):
             if step == 2:  # a row leaves the batch mid-way
@@ -90,7 +91,7 @@ def test_prefill_and_step_logits_match_the_model_forward(kind):
             logits = decoder.step(torch.tensor(fed))
             for row, (r, tok) in enumerate(zip(rows, fed, strict=True)):
                 seqs[r].append(tok)
-                assert torch.allclose(logits[row], last_logits(model, seqs[r]), atol=1e-5, rtol=0)
+                assert_close_float32(logits[row], last_logits(model, seqs[r]))
 
 
 @pytest.mark.parametrize("kind", list(MODELS))
@@ -114,7 +115,7 @@ def test_prefill_over_cached_prefixes_matches_the_model_forward(kind):
         assert plan.reused == len(PROMPTS[0]) + 2 + len(PROMPTS[2]) + 2
         logits = FastDecoder(weights, len(second), plan.attention.shape[1] + 1).prefill(plan)
     for row, prompt in enumerate(second):
-        assert torch.allclose(logits[row], last_logits(model, prompt), atol=1e-5, rtol=0)
+        assert_close_float32(logits[row], last_logits(model, prompt))
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 import torch
 
+from tests.trainers.floats import assert_close_float32
 from trainers.training.policy import ValueHead, collate, forward_policy
 from trainers.training.prompt_sharing import distinct_prompts
 
@@ -22,16 +23,6 @@ def grouped_trajectories(build_trajectory):
             short_prompt, [("assistant", [23]), ("tool", [24, 25]), ("assistant", [26, 27])], "b", 1
         ),
     ]
-
-
-def assert_close_float32(actual: torch.Tensor, expected: torch.Tensor, msg: str = "") -> None:
-    """Equal up to float32 reordering. The shared-prompt forward sums the same products in another
-    order (other matmul shapes, so other BLAS blockings per CPU), and a float32 sum of n terms may be
-    off by about n * 6e-8 of the sum of their sizes. Gradients here accumulate a few hundred terms per
-    element and reach ~150 in size, so the tolerance is relative to the tensor's largest element
-    (1e-5 of it) as well as to each element (1e-4): an absolute 1e-5 only held on one CPU."""
-    scale = max(float(expected.abs().max()), 1.0)
-    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5 * scale, msg=msg or None)
 
 
 def outputs_and_grads(model, head, trajectories):
