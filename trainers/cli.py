@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from trainers.data_prep import cli as data_prep_cli
 from trainers.demo import cli as demo_cli
 from trainers.rollout import cli as rollout_cli
 from trainers.sandbox import cli as sandbox_cli
@@ -17,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     rollout_cli.add_parser(subparsers)
     training_cli.add_parser(subparsers)
     demo_cli.add_parser(subparsers)
+    data_prep_cli.add_parser(subparsers)
     return parser
 
 

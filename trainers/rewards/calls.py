@@ -45,3 +45,17 @@ def first_assistant_turn(trajectory: Trajectory) -> Turn | None:
     """The turn scored by single-step tool-call rewards (ToolRL, Tool-N1 split tasks into single steps)."""
     turns = trajectory.assistant_turns
     return turns[0] if turns else None
+
+
+def target_turn(trajectory: Trajectory) -> Turn | None:
+    """The turn a single-step instance asks for: the first assistant turn the policy sampled.
+
+    Tool-N1's split (`trainers.data_prep.tool_n1`) puts the earlier steps into the prompt, so in a
+    rollout this is the first assistant turn; earlier steps replayed as turns (assistant turns whose
+    tokens are all masked out of the loss: context, not samples) are skipped.
+    """
+    for turn in trajectory.assistant_turns:
+        if turn.loss_mask and not any(turn.loss_mask):
+            continue
+        return turn
+    return None

@@ -2,7 +2,8 @@
 
 Format: `<think>...</think>` then the `<tool_call>` blocks, nothing else. Calls are compared as
 dictionaries (argument order ignored) and as a multiset (the order of parallel calls is ignored too).
-Like the paper's single-step instances, the first assistant turn is scored.
+The target turn of a single-step instance is scored (`calls.target_turn`): the first turn the policy
+sampled after its context; `trainers.data_prep.tool_n1` splits multi-turn data into such instances.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from trainers.rewards.base import REWARDS, RewardComponent, RewardContext
 from trainers.rewards.calls import (
     Call,
     any_malformed,
-    first_assistant_turn,
     ground_truth_calls,
     predicted_calls,
+    target_turn,
 )
 from trainers.rewards.tags import exact_blocks
 from trainers.trajectory import Trajectory
@@ -59,7 +60,7 @@ class ToolN1(RewardComponent):
     params: ToolN1Params
 
     def score(self, trajectory: Trajectory, ctx: RewardContext) -> float:
-        turn = first_assistant_turn(trajectory)
+        turn = target_turn(trajectory)
         if turn is None or any_malformed(turn.tool_calls):
             return 0.0
         truth = ground_truth_calls(trajectory.ground_truth, self.params.calls_key)

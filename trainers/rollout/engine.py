@@ -20,6 +20,7 @@ from trainers.rollout.limits import TOOL_LIMIT_NOTICE, RolloutLimits
 from trainers.rollout.observations import observation
 from trainers.rollout.scheduler import GenerationScheduler, SchedulerStats
 from trainers.templates import TEMPLATES, ChatTemplate
+from trainers.templates.base import tool_name
 from trainers.tools.toolset import ToolBinding, Toolset
 from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
 
@@ -131,7 +132,7 @@ class RolloutEngine:
         sample_seed: str | None,
     ) -> Trajectory:
         env = toolset.environment
-        specs = toolset.specs()
+        specs = with_listed_tools(toolset.specs(), row)
         prompt = self.template.render_prompt(
             question=str(row.get("question", row.get("prompt", ""))),
             tools=specs,
@@ -257,6 +258,14 @@ class RolloutEngine:
     def encode(self, text: str) -> list[int]:
         """Tokenize template text and tool output (never policy-sampled text) without special additions."""
         return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+
+def with_listed_tools(specs: list[dict], row: dict) -> list[dict]:
+    """The bound tools' specs, then the candidate tools a row lists in `tools` (Tool-N1's per-sample
+    lists; the workbench keeps that column in `metadata`): shown in the prompt, not executable."""
+    listed = row.get("tools") or (row.get("metadata") or {}).get("tools") or []
+    bound = {tool_name(spec) for spec in specs}
+    return specs + [spec for spec in listed if isinstance(spec, dict) and tool_name(spec) not in bound]
 
 
 def limit_result(call: ToolCall, notice: bool) -> ToolResult:
