@@ -129,6 +129,7 @@ class EvaluationConfig(BaseModel):
     max_problems: int | None = Field(None, ge=1, description="evaluate on at most this many eval rows")
     pass_k: int = Field(1, ge=1, description="k of pass@k (k samples at the rollout temperature)")
     greedy: bool = Field(True, description="also report greedy accuracy")
+    at_start: bool = Field(False, description="also evaluate the starting policy, at step 0")
 
 
 class CheckpointConfig(BaseModel):
@@ -138,6 +139,12 @@ class CheckpointConfig(BaseModel):
 
     every_steps: int = Field(50, ge=1, description="write a checkpoint every N steps")
     keep: int = Field(3, ge=1, description="most recent checkpoints kept")
+    keep_best: str | None = Field(
+        None,
+        min_length=1,
+        description="evaluation metric (e.g. sampled/accuracy) whose best value's weights are kept in"
+        " checkpoints/best; none = keep no best checkpoint",
+    )
 
 
 class DataConfig(BaseModel):

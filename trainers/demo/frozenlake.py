@@ -13,6 +13,7 @@ from typing import Any
 from trainers.config.loader import validate_config
 from trainers.envs.base import MOVES
 from trainers.envs.frozenlake import FrozenLake
+from trainers.metrics import keys
 from trainers.tools.toolset import Toolset
 
 QUESTION = "Walk the player P to the goal G without stepping into a hole O. Move with the frozenlake tool."
@@ -104,8 +105,8 @@ def run_lake_demo(
 
     from trainers.demo.model import build_demo_model
     from trainers.templates import TEMPLATES
-    from trainers.training.build import build_trainer
     from trainers.training.model_io import load_policy
+    from trainers.training.run import run_config
     from trainers.training.sft import render_experts, sft_train
     from trainers.training.sinks import read_jsonl
 
@@ -123,6 +124,6 @@ def run_lake_demo(
     rows = out / "rows.jsonl"
     rows.write_text("".join(json.dumps(r) + "\n" for r in lake_rows(256)), encoding="utf-8")
     config = lake_config(estimator, out / estimator, base, rows, seed=seed, training={"steps": rl_steps})
-    build_trainer(config, model=model, tokenizer=tokenizer).train()
-    rewards = [m["reward/mean"] for m in read_jsonl(out / estimator / "metrics.jsonl")]
+    run_config(config, model=model, tokenizer=tokenizer)
+    rewards = [m[keys.REWARD_MEAN] for m in read_jsonl(out / estimator / "metrics.jsonl")]
     return {"first_step": rewards[0], "last_step": rewards[-1], "best_step": max(rewards)}

@@ -21,10 +21,10 @@ from trainers.demo.model import build_demo_model
 from trainers.demo.settings import DemoSettings
 from trainers.templates import TEMPLATES
 from trainers.tools.toolset import Toolset
-from trainers.training.build import build_trainer
 from trainers.training.checkpoint import load_model_weights
 from trainers.training.evaluate import Evaluator, correctness_judge
 from trainers.training.model_io import load_policy
+from trainers.training.run import run_config
 from trainers.training.sft import render_experts, sft_train
 
 LIMITS = {"max_tool_calls": 2, "max_turns": 3, "max_new_tokens_per_turn": 40, "max_total_new_tokens": 80}
@@ -78,8 +78,11 @@ def rl_config(
         "loss": {"kl": "k3" if settings.kl_coef else "none", "kl_coef": settings.kl_coef},
         "optimizer": {"lr": settings.rl_lr, "warmup_steps": 2},
         "training": {"steps": settings.rl_steps},
-        "evaluation": {"every_steps": settings.eval_every, "pass_k": 1, "greedy": False},
-        "checkpoint": {"every_steps": max(1, settings.rl_steps), "keep": 1},
+        # RL at a fixed lr can erode copying late (methods.md §4): validate from the start, keep the best.
+        "evaluation": {"every_steps": settings.eval_every, "pass_k": 1, "greedy": False,
+                       "at_start": bool(settings.eval_every)},
+        "checkpoint": {"every_steps": max(1, settings.rl_steps), "keep": 1,
+                       "keep_best": "sampled/accuracy" if settings.eval_every else None},
         "data": {"train_path": str(data["train"]), "eval_path": str(data["val"])},
     })  # fmt: skip
 
@@ -146,11 +149,7 @@ def run_demo(settings: DemoSettings, out_dir: str | Path) -> DemoReport:
     before = held_out_eval(model, tokenizer, rows, settings)
     start = time.perf_counter()
     config = rl_config(settings, out, out / "sft", sft.data)
-    trainer = build_trainer(config, model=model, tokenizer=tokenizer)
-    if settings.eval_every:
-        trainer.settings.keep_best = "sampled/accuracy"
-        trainer.settings.eval_at_start = True
-    result = trainer.train()
+    result = run_config(config, model=model, tokenizer=tokenizer)
     best_step = None
     if result.best:  # RL at a fixed lr can erode copying late (methods.md §4): keep the best validation step
         best_step = int(result.best["step"])

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import statistics
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-from trainers.registry import Registry
+from trainers.registry import Registry, RegistryError
 from trainers.trajectory import Trajectory
 
 Groups = dict[str, list[Trajectory]]
@@ -33,11 +34,31 @@ class FilterResult:
 
 
 class GroupFilter(ABC):
+    """A registered filter knows its registry `name`: checkpoints store names, and the loop adds
+    filters by name (StarPO-S as the echo-trap remedy), never by class."""
+
+    name: ClassVar[str] = ""  # set by FILTERS.register
+
     @abstractmethod
     def apply(self, groups: Groups) -> FilterResult: ...
 
 
-FILTERS: Registry[type[GroupFilter]] = Registry("group filter")
+class FilterRegistry(Registry[type[GroupFilter]]):
+    """Registering a filter class also sets its `name`."""
+
+    def register(self, name: str) -> Callable[[type[GroupFilter]], type[GroupFilter]]:
+        add = super().register(name)
+
+        def decorator(cls: type[GroupFilter]) -> type[GroupFilter]:
+            if cls.__dict__.get("name", name) not in ("", name):  # its own name, not a parent's
+                raise RegistryError(f"group filter {cls.__name__} is already registered as {cls.name!r}")
+            cls.name = name
+            return add(cls)
+
+        return decorator
+
+
+FILTERS = FilterRegistry("group filter")
 
 
 def group_trajectories(trajectories: Sequence[Trajectory]) -> Groups:

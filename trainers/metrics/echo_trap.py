@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -68,6 +68,14 @@ class Alert:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Alert:
+        """Inverse of `to_dict`; fields missing from `data` (saved before they existed) take their default."""
+        known = {f.name for f in fields(cls)}
+        alert = cls(**{k: v for k, v in data.items() if k in known})
+        alert.evidence = dict(alert.evidence)
+        return alert
+
 
 @dataclass
 class _Series:
@@ -84,6 +92,19 @@ class _Series:
         self.smoothed.append(sum(recent) / len(recent))
         if self.smoothed[-1] > self.peak:
             self.peak, self.peak_step = self.smoothed[-1], step
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"points": [[s, v] for s, v in self.points], "smoothed": list(self.smoothed),
+                "peak": self.peak, "peak_step": self.peak_step}  # fmt: skip
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> _Series:
+        series = cls()
+        series.points = [(int(s), float(v)) for s, v in state.get("points", [])]
+        series.smoothed = [float(v) for v in state.get("smoothed", [])]
+        series.peak = float(state.get("peak", series.peak))
+        series.peak_step = int(state.get("peak_step", series.peak_step))
+        return series
 
     def smoothed_at(self, step: int) -> float:
         """The smoothed value at the last point on or before `step` (the first point if none is)."""
@@ -125,6 +146,27 @@ class EchoTrapDetector:
             alerts += self._transition("grad_spike", step, spike if reported else None)
         alerts += self._transition("echo_trap", step, self._echo_trap(step))
         return alerts
+
+    def state_dict(self) -> dict[str, Any]:
+        """The streaming state as plain data (lists, dicts, numbers, strings), for checkpoints loaded with
+        `weights_only=True`. The config is not part of it: a resumed run uses the config it is given."""
+        return {
+            "series": {key: s.state_dict() for key, s in self.series.items()},
+            "active": dict(self.active),
+            "last_fired": dict(self.last_fired),
+            "latest": {rule: alert.to_dict() for rule, alert in self.latest.items()},
+            "spike": self.spike.to_dict() if self.spike is not None else None,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore `state_dict()`; an entry the state lacks (saved by an older version) keeps its default."""
+        self.__init__(self.config)  # every attribute at its default first
+        self.series = {k: _Series.from_state(v) for k, v in state.get("series", {}).items()}
+        self.active = {k: bool(v) for k, v in state.get("active", {}).items()}
+        self.last_fired = {k: int(v) for k, v in state.get("last_fired", {}).items()}
+        self.latest = {k: Alert.from_dict(v) for k, v in state.get("latest", {}).items()}
+        spike = state.get("spike")
+        self.spike = Alert.from_dict(spike) if spike is not None else None
 
     def detect(self, series: Mapping[str, list[tuple[int, float]]]) -> list[Alert]:
         """Batch mode: replay series {key: [(step, value), ...]} through a fresh detector."""

@@ -41,6 +41,18 @@ TIME_GENERATION = "time/generation"
 TIME_TOOLS = "time/tools"
 TIME_UPDATE = "time/update"
 TIME_STEP = "time/step"
+TIME_ROLLOUT = "time/rollout"  # sampling, tools, rewards and filters of the step, refill rounds included
+COMPLETIONS_PER_S = "perf/completions_per_s"  # sampled trajectories per second of the whole step
+
+# The update's inputs (the loop).
+TRAIN_TRAJECTORIES = "train/trajectories"  # trajectories that reached the update, after the filters
+TRAIN_LR = "train/lr"  # learning rate after the step's scheduler update
+ADVANTAGE_MEAN_ABS = "advantage/mean_abs"  # mean |advantage| over policy tokens
+
+# The SFT warm start (sft_train's on_step callback); not part of the RL metric stream.
+SFT_LOSS = "sft/loss"
+SFT_GRAD_NORM = "sft/grad_norm"
+SFT_LR = "sft/lr"
 
 STANDARD_KEYS = (
     REWARD_MEAN,
@@ -71,6 +83,11 @@ STANDARD_KEYS = (
     TIME_TOOLS,
     TIME_UPDATE,
     TIME_STEP,
+    TIME_ROLLOUT,
+    COMPLETIONS_PER_S,
+    TRAIN_TRAJECTORIES,
+    TRAIN_LR,
+    ADVANTAGE_MEAN_ABS,
 )
 
 

@@ -16,7 +16,6 @@ from trainers.config.schema import RunConfig
 from trainers.filters import FILTERS
 from trainers.losses.objective import PolicyLossConfig
 from trainers.metrics.echo_trap import EchoTrapDetector
-from trainers.models.loading import load_tokenizer
 from trainers.rollout.engine import RolloutEngine
 from trainers.training.data import PromptSampler, read_rows, split_rows
 from trainers.training.evaluate import Evaluator, correctness_judge
@@ -36,6 +35,13 @@ def resolve_model_path(path: str, run_dir: Path) -> Path:
 
     target = run_dir / "base_model"
     return target if (target / "config.json").exists() else build_tiny_model(target)
+
+
+def load_config_policy(config: RunConfig) -> tuple[Any, Any]:
+    """The config's (model, tokenizer): `model.path` (or the bundled tiny model), and the tokenizer of
+    `model.tokenizer_path` when set, else the model directory's. Every entry point loads through here."""
+    path = resolve_model_path(config.model.path, Path(config.output_dir))
+    return load_policy(path, tokenizer_path=config.model.tokenizer_path)
 
 
 def lr_lambda(schedule: str, warmup: int, total: int, min_ratio: float) -> Callable[[int], float]:
@@ -90,9 +96,7 @@ def build_trainer(
     run_dir = Path(config.output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if model is None:
-        model, tokenizer = load_policy(resolve_model_path(config.model.path, run_dir))
-        if config.model.tokenizer_path is not None:
-            tokenizer = load_tokenizer(config.model.tokenizer_path)
+        model, tokenizer = load_config_policy(config)
     device = "cuda" if config.model.device == "auto" and torch.cuda.is_available() else config.model.device
     model.to("cpu" if device == "auto" else device)
     backend = HFBackend(model, tokenizer)
@@ -119,8 +123,10 @@ def build_trainer(
         seed=config.seed,
         max_refill_rounds=max((getattr(f, "max_refill_rounds", 0) for f in config.filters), default=0),
         eval_every=config.evaluation.every_steps,
+        eval_at_start=config.evaluation.at_start,
         checkpoint_every=config.checkpoint.every_steps,
         keep_checkpoints=config.checkpoint.keep,
+        keep_best=config.checkpoint.keep_best,
         on_alert=config.echo_trap.on_alert,
         template_name=config.template.name,
     )

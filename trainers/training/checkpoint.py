@@ -2,10 +2,16 @@
 
 Layout of `step_000010/`: the model and tokenizer as `save_pretrained` writes them (so a checkpoint
 loads with `from_pretrained`), `value_head.safetensors` for PPO, and `trainer_state.pt` with the rest.
+
+`trainer_state.pt` holds only plain data (tensors, numbers, strings, None, and lists, tuples and dicts
+of them): every stateful component saves a `state_dict()` of that kind, saving refuses anything else,
+and loading uses `torch.load(weights_only=True)`, which cannot run code. A checkpoint path comes from
+a run's record, so a file someone placed there must not be able to execute anything when resumed.
 """
 
 from __future__ import annotations
 
+import pickle
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,17 +26,50 @@ STATE_FILE = "trainer_state.pt"
 VALUE_HEAD_FILE = "value_head.safetensors"
 
 
+PLAIN_SCALARS = (str, int, float, bool, type(None))  # exactly these: a NumPy float is a float subclass
+
+
+def check_plain(value: Any, where: str = "state") -> None:
+    """Raise TypeError unless `value` is plain data that `torch.load(weights_only=True)` reads back."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_plain(key, f"{where} key")
+            check_plain(item, f"{where}[{key!r}]")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            check_plain(item, f"{where}[{i}]")
+    elif type(value) not in PLAIN_SCALARS and not isinstance(value, torch.Tensor):
+        raise TypeError(
+            f"{where} is a {type(value).__qualname__}: checkpoint state holds only tensors, numbers, strings,"
+            " None, lists, tuples and dicts (give the component a state_dict of those)"
+        )
+
+
+def python_rng_state(rng: random.Random | None = None) -> dict[str, Any]:
+    """A `random.Random` state (the global one by default) as plain data."""
+    version, internal, gauss_next = (rng or random).getstate()
+    return {"version": version, "internal": list(internal), "gauss_next": gauss_next}
+
+
+def set_python_rng_state(state: dict[str, Any], rng: random.Random | None = None) -> None:
+    (rng or random).setstate((state["version"], tuple(state["internal"]), state["gauss_next"]))
+
+
 def rng_state() -> dict[str, Any]:
-    """Python, NumPy and torch generator states (CUDA too when present)."""
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """Python, NumPy and torch generator states (CUDA too when present), as plain data."""
+    numpy = np.random.get_state(legacy=False)
+    numpy["state"] = {**numpy["state"], "key": numpy["state"]["key"].tolist()}
+    state = {"python": python_rng_state(), "numpy": numpy, "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    set_python_rng_state(state["python"])
+    numpy = state["numpy"]
+    key = np.asarray(numpy["state"]["key"], dtype=np.uint32)
+    np.random.set_state({**numpy, "state": {**numpy["state"], "key": key}})
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -81,6 +120,7 @@ def save_checkpoint(
         "rng": rng_state(),
         "extra": extra or {},
     }
+    check_plain(state, "trainer state")
     torch.save(state, path / STATE_FILE)
     return path
 
@@ -98,6 +138,16 @@ def load_model_weights(model: nn.Module, path: str | Path) -> None:
         model.tie_weights()
 
 
+def load_trainer_state(path: str | Path) -> dict[str, Any]:
+    """`trainer_state.pt` of a checkpoint, read with `weights_only=True`: a file holding anything but plain
+    data (a pickled object, which could run code when loaded) is refused with a ValueError."""
+    file = Path(path) / STATE_FILE
+    try:
+        return torch.load(file, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise ValueError(f"{file} holds more than tensors and plain data: not loaded ({exc})") from exc
+
+
 def load_checkpoint(
     path: str | Path,
     *,
@@ -112,7 +162,7 @@ def load_checkpoint(
     load_model_weights(model, path)
     if value_head is not None:
         value_head.load_state_dict(load_file(path / VALUE_HEAD_FILE))
-    state = torch.load(path / STATE_FILE, weights_only=False)  # our own file: RNG states are not tensors
+    state = load_trainer_state(path)
     if optimizer is not None and state["optimizer"] is not None:
         optimizer.load_state_dict(state["optimizer"])
     if scheduler is not None and state["scheduler"] is not None:

@@ -36,43 +36,23 @@ def _config(args: argparse.Namespace):
 
 
 def run_sft(args: argparse.Namespace) -> int:
-    from trainers.training.build import resolve_model_path
-    from trainers.training.model_io import load_policy
-    from trainers.training.sft import sft_stage
+    from trainers.training.run import run_sft_only
 
     config = _config(args)
     if config.sft is None:
         raise SystemExit("the config has no sft section")
-    run_dir = Path(config.output_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    model, tokenizer = load_policy(resolve_model_path(config.model.path, run_dir))
-    result = sft_stage(config, model, tokenizer)
-    model.save_pretrained(run_dir / "sft")
-    tokenizer.save_pretrained(run_dir / "sft")
+    result, saved = run_sft_only(config)
     summary = {"sft_steps": result.steps, "seconds": round(result.seconds, 1), "loss": result.final_loss}
-    print(json.dumps({**summary, "model": str(run_dir / "sft")}))
+    print(json.dumps({**summary, "model": str(saved)}))
     return 0
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from trainers.training.build import build_trainer, resolve_model_path
+    from trainers.training import run
     from trainers.training.checkpoint import latest_checkpoint
-    from trainers.training.model_io import load_policy
-    from trainers.training.sft import sft_stage
 
     config = _config(args)
-    run_dir = Path(config.output_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    model, tokenizer = load_policy(resolve_model_path(config.model.path, run_dir))
-    checkpoint = latest_checkpoint(run_dir) if args.resume else None
-    summary: dict = {}
-    if config.sft is not None and checkpoint is None:
-        result = sft_stage(config, model, tokenizer)
-        summary["sft"] = {
-            "steps": result.steps,
-            "seconds": round(result.seconds, 1),
-            "loss": result.final_loss,
-        }
+    checkpoint = latest_checkpoint(config.output_dir) if args.resume else None
     stop = {"requested": False}
     # Ctrl-C or SIGTERM ends the current step cleanly and writes a checkpoint instead of losing the run.
     previous = {
@@ -80,16 +60,9 @@ def run_train(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:
-        trainer = build_trainer(
-            config, model=model, tokenizer=tokenizer, should_stop=lambda: stop["requested"]
-        )
-        if checkpoint is not None:
-            trainer.resume(checkpoint)
-        result = trainer.train()
+        result = run.run_config(config, should_stop=lambda: stop["requested"], resume_from=checkpoint)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    summary.update(steps=result.steps_done, stopped=result.stopped, seconds=round(result.seconds, 1),
-                   run_dir=str(run_dir), best=result.best)  # fmt: skip
-    print(json.dumps(summary))
+    print(json.dumps(result.summary()))
     return 0

@@ -7,6 +7,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from trainers.training.checkpoint import python_rng_state, set_python_rng_state
+
 
 def read_rows(path: str | Path, prompt_key: str = "question") -> list[dict[str, Any]]:
     """Rows of a JSONL file; each needs `prompt_key` (copied to `question`, which the engine reads)."""
@@ -51,8 +53,8 @@ class PromptSampler:
         return out
 
     def state_dict(self) -> dict[str, Any]:
-        return {"rng": self.rng.getstate(), "order": list(self.order)}
+        return {"rng": python_rng_state(self.rng), "order": list(self.order)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.rng.setstate(state["rng"])
-        self.order = list(state["order"])
+        set_python_rng_state(state["rng"], self.rng)
+        self.order = [int(i) for i in state["order"]]

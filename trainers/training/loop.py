@@ -141,11 +141,14 @@ class Trainer:
         return stop
 
     def on_echo_trap(self) -> bool:
-        if self.settings.on_alert == "starpo_s" and not any(
-            type(f).__name__ == "StarPOS" for f in self.filters
-        ):
-            self.filters.append(FILTERS.get("starpo_s")())  # RAGEN's remedy: keep high-variance groups
+        if self.settings.on_alert == "starpo_s":
+            self.add_filter("starpo_s")  # RAGEN's remedy: keep high-variance groups
         return self.settings.on_alert == "stop"
+
+    def add_filter(self, name: str) -> None:
+        """Switch on the registered filter `name` (default parameters) unless the run already has it."""
+        if all(f.name != name for f in self.filters):
+            self.filters.append(FILTERS.get(name)())
 
     def run_step(self, step: int) -> dict[str, float]:
         """One rollout and update; returns the step's metrics."""
@@ -163,9 +166,9 @@ class Trainer:
         metrics[keys.TIME_UPDATE] = t2 - t1
         metrics[keys.TIME_STEP] = t2 - t0
         metrics[keys.TOKENS_PER_S] = policy_tokens / max(1e-9, t1 - t0)
-        metrics["perf/completions_per_s"] = len(sampled) / max(1e-9, t2 - t0)
-        metrics["train/trajectories"] = float(len(kept))
-        metrics["train/lr"] = float(self.scheduler.get_last_lr()[0])
+        metrics[keys.COMPLETIONS_PER_S] = len(sampled) / max(1e-9, t2 - t0)
+        metrics[keys.TRAIN_TRAJECTORIES] = float(len(kept))
+        metrics[keys.TRAIN_LR] = float(self.scheduler.get_last_lr()[0])
         return metrics
 
     # --- rollout, rewards and filters ------------------------------------------------------------
@@ -207,7 +210,7 @@ class Trainer:
         timing = {
             keys.TIME_GENERATION: generation,
             keys.TIME_TOOLS: tools,
-            "time/rollout": time.perf_counter() - start,
+            keys.TIME_ROLLOUT: time.perf_counter() - start,
         }
         return [t for g in kept_groups for t in g], sampled, filtered_frac, timing
 
@@ -274,7 +277,7 @@ class Trainer:
             self.model, self.optimizer, inputs, loss_config=self.loss_config, settings=self.update,
             value_head=self.value_head, generator=generator,
         )  # fmt: skip
-        stats["advantage/mean_abs"] = float(
+        stats[keys.ADVANTAGE_MEAN_ABS] = float(
             (result.advantages.abs() * batch.response_mask).sum() / batch.response_mask.sum().clamp(min=1)
         )
         return stats
@@ -291,11 +294,12 @@ class Trainer:
         return results
 
     def extra_state(self) -> dict[str, Any]:
+        """The components' state as plain data (checkpoints are loaded with `weights_only=True`)."""
         return {
             "sampler": self.sampler.state_dict(),
             "estimator": self.estimator.state_dict(),
-            "detector": self.detector,
-            "filters": [type(f).__name__ for f in self.filters],
+            "detector": self.detector.state_dict() if self.detector is not None else None,
+            "filters": [f.name for f in self.filters],
             "best": dict(self.best),
         }
 
@@ -330,10 +334,8 @@ class Trainer:
         extra = resumed.extra
         self.sampler.load_state_dict(extra["sampler"])
         self.estimator.load_state_dict(extra["estimator"])
-        if extra.get("detector") is not None:
-            self.detector = extra["detector"]
-        if "StarPOS" in extra.get("filters", []) and not any(
-            type(f).__name__ == "StarPOS" for f in self.filters
-        ):
-            self.filters.append(FILTERS.get("starpo_s")())
-        self.best = dict(extra.get("best", {}))
+        if self.detector is not None and extra.get("detector") is not None:
+            self.detector.load_state_dict(extra["detector"])
+        for name in extra.get("filters", []):  # e.g. StarPO-S, switched on by an echo-trap alert
+            self.add_filter(name)
+        self.best = {key: float(value) for key, value in extra.get("best", {}).items()}

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from trainers.metrics import keys
 from trainers.templates.base import ChatTemplate
 from trainers.training.optim import adamw
 from trainers.training.policy import collate, forward_policy
@@ -154,9 +155,9 @@ def sft_train(
             on_step(
                 step,
                 {
-                    "sft/loss": loss_value,
-                    "sft/grad_norm": float(grad_norm),
-                    "sft/lr": scheduler.get_last_lr()[0],
+                    keys.SFT_LOSS: loss_value,
+                    keys.SFT_GRAD_NORM: float(grad_norm),
+                    keys.SFT_LR: scheduler.get_last_lr()[0],
                 },
             )
         elapsed = time.perf_counter() - start

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from trainers.templates import TEMPLATES, TemplateRenderError
+from trainers.workbench_api import TEMPLATES, TemplateRenderError
 from workbench.prompts.tokenizers import TokenizerError, count_tokens, load_tokenizer
 
 SAMPLE_QUESTION = "What is 12 * 7 + 5?"

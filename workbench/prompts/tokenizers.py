@@ -16,14 +16,14 @@ class TokenizerError(ValueError):
 
 @lru_cache(maxsize=1)
 def _tiny() -> Any:
-    from trainers.models.tiny import build_tokenizer  # lazy: training the BPE takes seconds
+    from trainers.workbench_api import build_tiny_tokenizer  # training the BPE takes seconds
 
-    return build_tokenizer()
+    return build_tiny_tokenizer()
 
 
 @lru_cache(maxsize=4)
 def _local(path: str) -> Any:
-    from trainers.models.loading import load_tokenizer as load_local
+    from trainers.workbench_api import load_tokenizer as load_local
 
     try:
         return load_local(path)

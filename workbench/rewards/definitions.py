@@ -8,9 +8,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticError
 
-from trainers.rewards import REWARDS, RewardDefinition
-from trainers.rewards.catalog import describe_components
-from trainers.rewards.schedules import Schedule
+from trainers.workbench_api import REWARDS, RewardDefinition, Schedule, describe_components
 
 _SCHEDULE = TypeAdapter(Schedule)
 

@@ -2,7 +2,7 @@
 
 from django import forms
 
-from trainers.templates import TEMPLATES
+from trainers.workbench_api import TEMPLATES
 from workbench.accounts.access import TeamScopedFormMixin
 from workbench.datasets.forms import DatasetVersionChoice
 from workbench.rewards.definitions import component_errors, component_names

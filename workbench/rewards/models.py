@@ -5,7 +5,7 @@ import json
 from django.db import models
 from django.urls import reverse
 
-from trainers.rewards import RewardDefinition as TrainersDefinition
+from trainers.workbench_api import RewardDefinition as TrainersDefinition
 from workbench.catalog.models import CatalogItem, CatalogVersion
 
 

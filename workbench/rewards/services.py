@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from trainers.rewards import score_text
+from trainers.workbench_api import score_text
 from workbench.accounts.models import Team
 from workbench.catalog.services import catalog_item_create, catalog_version_create
 from workbench.prompts.tokenizers import TINY, load_tokenizer

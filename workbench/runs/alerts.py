@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainers.metrics.echo_trap import EchoTrapConfig, EchoTrapDetector
+from trainers.workbench_api import EchoTrapConfig, EchoTrapDetector
 
 from .ingest import alerts_record
 from .models import Alert, MetricPoint, Run

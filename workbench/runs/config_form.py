@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 
-from trainers.config import RunConfig
+from trainers.workbench_api import RunConfig
 
 # Set by the workbench itself: the run's name and the worker's run directory; data files come from pins.
 SKIPPED = {"name", "output_dir", "data.train_path", "data.eval_path"}

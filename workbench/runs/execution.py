@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from trainers.config import RunConfig, validate_config
+from trainers.workbench_api import RunConfig, validate_config
 
 from .alerts import run_alerts_detect
 from .models import Run, RunStatus

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from trainers.config import PRESETS
+from trainers.workbench_api import PRESETS
 from workbench.accounts.access import TeamScopedFormMixin
 from workbench.datasets.models import DatasetVersion
 from workbench.jobs.queues import QUEUE_NAMES

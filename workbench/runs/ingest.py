@@ -11,7 +11,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from trainers.trajectory import Trajectory
+from trainers.workbench_api import Trajectory
 
 from .models import Alert, AlertSeverity, Checkpoint, MetricPoint, Run, TrajectoryRecord
 from .rollups import rollups_refresh

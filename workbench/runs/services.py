@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from trainers.config import ConfigError, validate_config
+from trainers.workbench_api import ConfigError, validate_config
 from workbench.accounts.access import require_role, team_id_of
 from workbench.accounts.models import Role
 from workbench.jobs.queues import QUEUE_NAMES

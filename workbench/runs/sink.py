@@ -9,8 +9,7 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError, connection
 
-from trainers.training.sinks import Sink
-from trainers.trajectory import Trajectory
+from trainers.workbench_api import Sink, Trajectory
 
 from .ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
 

@@ -9,7 +9,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from trainers.config import PRESETS, RunConfig, preset_config
+from trainers.workbench_api import PRESETS, RunConfig, preset_config
 from workbench.accounts.access import role_at_least, team_role_required
 from workbench.accounts.models import Role
 from workbench.accounts.selectors import role_for

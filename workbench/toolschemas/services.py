@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from trainers.tools import TOOLS, Toolset
+from trainers.workbench_api import TOOLS, Toolset
 from workbench.accounts.models import Team
 from workbench.catalog.services import catalog_item_create, catalog_version_create
 from workbench.toolschemas.models import Implementation, ToolSchema, ToolSchemaVersion

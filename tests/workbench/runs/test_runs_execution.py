@@ -115,8 +115,8 @@ def test_sft_then_rl_trains_in_the_worker_path(team, member, tmp_path, settings)
 
     from trainers.demo.arithmetic import make_problem, write_rows
     from trainers.demo.experts import make_experts, write_experts
+    from trainers.workbench_api import run_config
     from workbench.runs.services import run_create
-    from workbench.runs.tasks import train_with_trainers
 
     torch.set_num_threads(1)
     settings.VAR_DIR = tmp_path
@@ -133,6 +133,6 @@ def test_sft_then_rl_trains_in_the_worker_path(team, member, tmp_path, settings)
         "data": {"train_path": str(write_rows(problems, tmp_path / "train.jsonl"))},
     }
     run = run_create(team=team, user=member, name="sft", config=config, queue="cpu", launch=False)
-    assert run_execute(run_id=run.pk, worker="w1", train=train_with_trainers) == RunStatus.SUCCEEDED
+    assert run_execute(run_id=run.pk, worker="w1", train=run_config) == RunStatus.SUCCEEDED
     assert list(MetricPoint.objects.filter(run=run, key="reward/mean").values_list("step", flat=True)) == [1]
     assert "sft" in run.config and (tmp_path / "runs" / str(run.pk) / "checkpoints").exists()

@@ -1,0 +1,104 @@
+"""One way to train a `RunConfig`: load the policy and its tokenizer, SFT when configured, build the
+trainer, resume, train.
+
+`python -m trainers train`, the workbench's Celery task and the demos all call `run_config`, so what a
+config means cannot differ between them. torch and transformers are imported inside the functions:
+importing this module stays cheap (the workbench's web process imports it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainers.config.schema import RunConfig
+    from trainers.training.loop import TrainResult
+    from trainers.training.sft import SFTResult
+    from trainers.training.sinks import Sink
+
+
+@dataclass
+class RunResult:
+    """The RL loop's result, and the SFT stage's when this call ran one; reads like a `TrainResult`."""
+
+    train: TrainResult
+    run_dir: Path
+    sft: SFTResult | None = None
+
+    @property
+    def steps_done(self) -> int:
+        return self.train.steps_done
+
+    @property
+    def stopped(self) -> bool:
+        """Cancelled through `should_stop` or stopped by an echo-trap alert."""
+        return self.train.stopped
+
+    @property
+    def best(self) -> dict[str, float]:
+        return self.train.best
+
+    @property
+    def seconds(self) -> float:
+        return self.train.seconds
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready: what the command line prints when the run ends."""
+        out: dict[str, Any] = {}
+        if self.sft is not None:
+            out["sft"] = {"steps": self.sft.steps, "seconds": round(self.sft.seconds, 1),
+                          "loss": self.sft.final_loss}  # fmt: skip
+        out.update(steps=self.steps_done, stopped=self.stopped, seconds=round(self.seconds, 1),
+                   run_dir=str(self.run_dir), best=self.best)  # fmt: skip
+        return out
+
+
+def run_config(
+    config: RunConfig,
+    *,
+    sink: Sink | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    resume_from: str | Path | None = None,
+    model: Any = None,
+    tokenizer: Any = None,
+) -> RunResult:
+    """Train the config into `config.output_dir` (metrics to `sink`, the run directory's files by default).
+
+    The policy is `model.path` with the tokenizer of `model.tokenizer_path` when set, unless a live
+    `model` and `tokenizer` are passed (a demo that trained them itself). The SFT stage runs when the
+    config has one and the run starts fresh: a checkpoint (`resume_from`) already holds its weights.
+    `should_stop` is polled between steps; the loop then writes a checkpoint and returns `stopped`.
+    """
+    from trainers.training.build import build_trainer, load_config_policy
+    from trainers.training.sft import sft_stage
+
+    run_dir = Path(config.output_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if model is None:
+        model, tokenizer = load_config_policy(config)
+    elif tokenizer is None:
+        raise ValueError("a live model needs its tokenizer")
+    sft = sft_stage(config, model, tokenizer) if config.sft is not None and resume_from is None else None
+    trainer = build_trainer(config, model=model, tokenizer=tokenizer, sink=sink, should_stop=should_stop)
+    if resume_from is not None:
+        trainer.resume(resume_from)
+    return RunResult(trainer.train(), run_dir, sft)
+
+
+def run_sft_only(config: RunConfig) -> tuple[SFTResult, Path]:
+    """The config's SFT stage alone, on the policy `run_config` would load; saved to `<output_dir>/sft`."""
+    from trainers.training.build import load_config_policy
+    from trainers.training.sft import sft_stage
+
+    if config.sft is None:
+        raise ValueError("the config has no sft section")
+    run_dir = Path(config.output_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    model, tokenizer = load_config_policy(config)
+    result = sft_stage(config, model, tokenizer)
+    model.save_pretrained(run_dir / "sft")
+    tokenizer.save_pretrained(run_dir / "sft")
+    return result, run_dir / "sft"

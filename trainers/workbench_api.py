@@ -1,0 +1,77 @@
+"""Everything the workbench (the Django project) may use of the trainers library, and nothing else.
+
+The workbench imports trainers only through this module (tests/workbench/test_trainers_surface.py
+enforces it), so the library can reorganise its internals without breaking the web application.
+Importing it is cheap: nothing here imports torch or transformers (the web process never needs
+them); `run_config` and `build_tiny_tokenizer` import them when called, on a worker.
+
+Run configuration
+    RunConfig, ConfigError, validate_config: the typed run configuration and its validation.
+    PRESETS, preset_config: the paper recipes as named presets.
+Training
+    run_config(config, *, sink, should_stop, resume_from): train a config the one way the command line
+    and the demos also use (SFT when configured, then RL); returns a RunResult.
+    Sink: the interface a run's metrics, trajectories, evaluations, checkpoints and alerts go to.
+    Trajectory: the record of one rollout, as sinks receive it.
+Echo-trap detection
+    EchoTrapConfig, EchoTrapDetector: RAGEN's collapse detector, replayed over stored series.
+Prompt templates
+    TEMPLATES (registry of template families), TemplateRenderError.
+Rewards
+    REWARDS (registry of components), RewardDefinition, Schedule (a component's weight schedule),
+    describe_components (the components' descriptions and parameter schemas), score_text (score one
+    response text with a definition).
+Tools
+    TOOLS (registry of built-in tools), Toolset (tools built from bindings, with their specs).
+Tokenizers
+    load_tokenizer(path): a local tokenizer directory, exactly as trained.
+    build_tiny_tokenizer(): the bundled tiny model's tokenizer (trains a small BPE: seconds).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainers.config import PRESETS, ConfigError, RunConfig, preset_config, validate_config
+from trainers.metrics.echo_trap import EchoTrapConfig, EchoTrapDetector
+from trainers.models.loading import load_tokenizer
+from trainers.rewards import REWARDS, RewardDefinition, describe_components, score_text
+from trainers.rewards.schedules import Schedule
+from trainers.templates import TEMPLATES, TemplateRenderError
+from trainers.tools import TOOLS, Toolset
+from trainers.training.run import RunResult, run_config
+from trainers.training.sinks import Sink
+from trainers.trajectory import Trajectory
+
+
+def build_tiny_tokenizer() -> Any:
+    """The bundled tiny model's tokenizer, trained on its default corpus."""
+    from trainers.models.tiny import build_tokenizer  # imports transformers: only when called
+
+    return build_tokenizer()
+
+
+__all__ = [
+    "PRESETS",
+    "REWARDS",
+    "TEMPLATES",
+    "TOOLS",
+    "ConfigError",
+    "EchoTrapConfig",
+    "EchoTrapDetector",
+    "RewardDefinition",
+    "RunConfig",
+    "RunResult",
+    "Schedule",
+    "Sink",
+    "TemplateRenderError",
+    "Toolset",
+    "Trajectory",
+    "build_tiny_tokenizer",
+    "describe_components",
+    "load_tokenizer",
+    "preset_config",
+    "run_config",
+    "score_text",
+    "validate_config",
+]
