@@ -7,6 +7,7 @@ current context and applies the request's stop strings and token limit like a mo
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -51,7 +52,10 @@ class ScriptedBackend(GenerationBackend):
 
 
 class SleepTool(Tool):
-    """Sleeps `seconds` (default 0.1) and echoes `text`; the text "fail" returns a traceback."""
+    """Sleeps `seconds` (default 0.1) and echoes `text`; the text "fail" returns a traceback.
+
+    `max_in_flight` is the most calls that were sleeping at once since the last `reset()` (each test):
+    how a test observes that calls overlapped, without timing them."""
 
     name = "test_sleep"
     description = "wait, then echo the text"
@@ -60,9 +64,25 @@ class SleepTool(Tool):
         "properties": {"text": {"type": "string"}, "seconds": {"type": "number"}},
         "required": ["text"],
     }
+    _lock = threading.Lock()
+    in_flight = max_in_flight = 0
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.in_flight = cls.max_in_flight = 0
+
+    @classmethod
+    def _enter(cls, step: int) -> None:
+        with cls._lock:
+            cls.in_flight += step
+            cls.max_in_flight = max(cls.max_in_flight, cls.in_flight)
 
     async def run(self, arguments: dict[str, Any]) -> ToolOutput:
-        await asyncio.sleep(arguments.get("seconds", 0.1))
+        self._enter(1)
+        try:
+            await asyncio.sleep(arguments.get("seconds", 0.1))
+        finally:
+            self._enter(-1)
         if arguments["text"] == "fail":
             return ToolOutput(
                 False, "", "Traceback (most recent call last):\n  File x\nValueError: bad input"
@@ -90,6 +110,7 @@ def register_test_tools(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def test_tools(monkeypatch):
     register_test_tools(monkeypatch)
+    SleepTool.reset()
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""A local HTTP endpoint standing in for a team's tool server: echoes, sleeps on request, or fails."""
+"""A local HTTP endpoint standing in for a team's tool server: echoes, sleeps on request, or fails; requests
+that name a rendezvous ({"meet": name, "parties": n}) are answered only once n of them are in at once."""
 
 from __future__ import annotations
 
@@ -11,12 +12,28 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+_barriers: dict[str, threading.Barrier] = {}
+_barriers_lock = threading.Lock()
+
+
+def _meet(name: str, parties: int) -> bool:
+    """True once `parties` requests naming this rendezvous are inside the server at the same time;
+    False after 5 s without them (requests sent one after another never meet)."""
+    with _barriers_lock:
+        barrier = _barriers.setdefault(name, threading.Barrier(parties))
+    try:
+        barrier.wait(timeout=5)
+    except threading.BrokenBarrierError:
+        return False
+    return True
+
 
 class ToolEndpoint(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        met = "meet" not in body or _meet(body["meet"], int(body["parties"]))
         time.sleep(float(body.get("sleep", 0)))
-        status = 500 if self.path == "/fail" else 200
+        status = 500 if self.path == "/fail" or not met else 200
         reply = json.dumps(
             {"path": self.path, "echo": body, "auth": self.headers.get("Authorization")}
         ).encode()
