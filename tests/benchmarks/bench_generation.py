@@ -3,7 +3,7 @@
 
 Run: .venv/bin/python tests/benchmarks/bench_generation.py [--batch 32 --new-tokens 64].
 Not collected by pytest.
-Target (issue 3): not slower than `model.generate` on the same tiny model and batch; aim for 1.5x.
+Target: not slower than `model.generate` on the same tiny model and batch; aim for 1.5x.
 Three workloads: every row wants the same number of tokens; a ragged batch where rows want 8..N
 tokens (as rollout turns do: they stop at tool calls), which `generate` can only run to the longest;
 and GRPO groups (8 prompts x 8 seeded samples, 32 tokens). The three paths run interleaved, so load

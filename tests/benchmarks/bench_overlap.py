@@ -1,7 +1,7 @@
 """Rollout overlap (SkyRL): 64 trajectories x 3 tool calls of 100 ms, overlapped vs one at a time.
 
 Run: .venv/bin/python tests/benchmarks/bench_overlap.py [--rows 64 --latency 0.1]. Not collected by pytest.
-Targets (issue 3): overlapped >= 4x faster than one trajectory at a time, and within 1.25x of the
+Targets: overlapped >= 4x faster than one trajectory at a time, and within 1.25x of the
 ideal bound = pure generation time (the same rollout with instant tools) + one chain of tool latencies.
 
 The tiny policy is random, so a benchmark template counts each of its turns as one call to a sleeping

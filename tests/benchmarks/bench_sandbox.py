@@ -1,7 +1,7 @@
 """Sandbox latency: the warm pool (every limit in force) against a fresh `python3 -c` per call.
 
 Run: .venv/bin/python tests/benchmarks/bench_sandbox.py [--calls 200]. Not collected by pytest.
-Target (issue 3): p50 <= 5 ms through the warm pool. Also reported, each against a baseline of the same run:
+Target: p50 <= 5 ms through the warm pool. Also reported, each against a baseline of the same run:
 the warm pool against a fresh interpreter, and two sleeping snippets at once against one after the other.
 """
 

@@ -1,4 +1,4 @@
-"""LIMR's data filter (arXiv 2502.11886), which ToRL trained on (methods.md §2.1: 75,149 -> 28,740 problems).
+"""LIMR's data filter (arXiv 2502.11886), which ToRL trained on (arXiv 2503.23383: 75,149 -> 28,740 problems).
 
 Learning Impact Measurement: a short RL probe over the whole dataset records each prompt's reward at
 each epoch, r_i^k (the mean of its samples' rewards, each scaled to [0, 1], at its k-th visit). The

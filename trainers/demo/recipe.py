@@ -78,7 +78,7 @@ def rl_config(
         "loss": {"kl": "k3" if settings.kl_coef else "none", "kl_coef": settings.kl_coef},
         "optimizer": {"lr": settings.rl_lr, "warmup_steps": 2},
         "training": {"steps": settings.rl_steps},
-        # RL at a fixed lr can erode copying late (methods.md §4): validate from the start, keep the best.
+        # RL at a fixed lr can erode copying late: validate from the start, keep the best.
         "evaluation": {"every_steps": settings.eval_every, "pass_k": 1, "greedy": False,
                        "at_start": bool(settings.eval_every)},
         "checkpoint": {"every_steps": max(1, settings.rl_steps), "keep": 1,
@@ -151,7 +151,7 @@ def run_demo(settings: DemoSettings, out_dir: str | Path) -> DemoReport:
     config = rl_config(settings, out, out / "sft", sft.data)
     result = run_config(config, model=model, tokenizer=tokenizer)
     best_step = None
-    if result.best:  # RL at a fixed lr can erode copying late (methods.md §4): keep the best validation step
+    if result.best:  # RL at a fixed lr can erode copying late: keep the best validation step
         best_step = int(result.best["step"])
         load_model_weights(model, Path(config.output_dir) / "checkpoints" / "best")
     rl_seconds = time.perf_counter() - start

@@ -1,4 +1,4 @@
-"""The survey's Qwen tool template (methods.md §1.1): tool schemas in the system, boxed answer."""
+"""The Qwen tool template: JSON Schema tools in the system, <think>, <tool_call> JSON, a boxed answer."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
 
 
 def render_call(call: dict[str, Any]) -> str:
-    """A call in the ChatML tool format of methods.md §1.1 (OpenAI `function` wrappers accepted)."""
+    """A call in the Qwen tool format, JSON in <tool_call> tags (OpenAI `function` wrappers accepted)."""
     parsed = _call(call)
     body = json.dumps({"name": parsed.name, "arguments": parsed.arguments}, ensure_ascii=False)
     return f"<tool_call>\n{body}\n</tool_call>"

@@ -1,4 +1,4 @@
-"""OTC's m on real rollouts: only the calls the engine ran count (issue 9: calls past C counted)."""
+"""OTC's m on real rollouts: only the calls the engine ran count, not the calls past the cap C it skipped."""
 
 from __future__ import annotations
 

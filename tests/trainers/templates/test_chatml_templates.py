@@ -1,4 +1,4 @@
-"""The Qwen tool template (methods.md §1.1) and Tool-N1's: render, parse, format_ok and glue."""
+"""The Qwen tool template and Tool-N1's: render, parse, format_ok and glue."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Estimators wired into the loop and the run config (issue 9's audit): REINFORCE++'s KL in the reward,
+"""Estimators wired into the loop and the run config: REINFORCE++'s KL in the reward,
 ReMax's greedy baseline (reward context and environment level), Dr. GRPO's constant normaliser and
 REINFORCE++'s group baseline. Expected values are worked out by hand in the comments."""
 
