@@ -1,9 +1,20 @@
 """Root URLs: accounts and status at the top, one prefix per catalog app."""
 
 from django.contrib import admin
+from django.contrib.auth.decorators import login_not_required
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path
 
+
+@login_not_required
+def favicon(request):
+    """Pages that do not link base.html's icon (the admin's) make browsers ask for /favicon.ico."""
+    return redirect(static("favicon.svg"))
+
+
 urlpatterns = [
+    path("favicon.ico", favicon),
     path("", include("workbench.accounts.urls")),
     path("", include("workbench.jobs.urls")),
     path("catalog/", include("workbench.catalog.urls")),

@@ -5,6 +5,7 @@ DATABASE_URL (default postgres://postgres@127.0.0.1:5432/workbench; pytest-djang
 and REDIS_URL (default redis://127.0.0.1:6379/0) may be overridden, e.g. one database per developer.
 """
 
+import contextlib
 import os
 import uuid
 
@@ -20,7 +21,7 @@ import django
 import pytest
 from pytest_django.plugin import _setup_django
 
-from tests.workbench.support.browser import CHROMIUM, CHROMIUM_ARGS, log_in
+from tests.workbench.support.browser import CHROMIUM, CHROMIUM_ARGS, ConsoleLog, log_in
 from tests.workbench.support.users import PASSWORD
 from tests.workbench.support.worker import WorkerProcess, database_url_for
 
@@ -159,13 +160,28 @@ def browser():
 
 
 @pytest.fixture
-def page(browser, live_server):
-    """A fresh browser context on the live server; page.goto("/datasets/") works with relative URLs."""
+def console_log():
+    """The page's console errors, WebGL messages and failed requests; console_log.allow(url) for a test
+    that opens a failing URL on purpose."""
+    return ConsoleLog()
+
+
+@pytest.fixture
+def page(browser, live_server, console_log):
+    """A fresh browser context on the live server; page.goto("/datasets/") works with relative URLs.
+    The test fails when the page logged a console error, a WebGL message or a failed request."""
+    from playwright.sync_api import Error as PlaywrightError
+
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     tab = context.new_page()
     tab.set_default_timeout(15_000)
+    console_log.watch(tab)
     yield tab
+    with contextlib.suppress(PlaywrightError):  # closed, or navigating: what it logged so far counts
+        tab.evaluate("0")  # a round trip, so the events the page sent before it are recorded
+    problems = console_log.problems
     context.close()
+    assert problems == [], "the page logged problems:\n" + "\n".join(problems)
 
 
 @pytest.fixture

@@ -40,10 +40,13 @@ def test_team_switcher_changes_the_current_team(page, login, member, other_team)
     expect(page.locator("main")).to_contain_text(f"Current team: {other_team.name}")
 
 
-def test_another_teams_user_cannot_open_the_first_teams_pages(page, login, outsider, member, team):
+def test_another_teams_user_cannot_open_the_first_teams_pages(
+    page, login, outsider, member, team, console_log
+):
     job = JobProgress.objects.create(team=team, kind="demo")
     login(outsider)
     for url in (f"/teams/{team.pk}/", f"/jobs/{job.pk}/progress/"):
+        console_log.allow(url)  # the 404 is the point
         response = page.goto(url)
         assert response.status == 404, url
     page.goto("/teams/")
@@ -74,3 +77,16 @@ def test_queue_check_on_the_status_page_polls_until_the_worker_answers(
     expect(job).to_have_attribute("data-status", "succeeded", timeout=30_000)
     expect(job).to_contain_text(f"Queue rollout answered by {celery_worker.hostname}")
     screenshot("status")
+
+
+def test_pages_have_an_icon_and_log_nothing_broken(page, login, admin):
+    # Our pages link the icon; the admin's do not, so chromium asks for /favicon.ico, which redirects to it.
+    page.goto("/login/")
+    icon = page.evaluate("fetch('/favicon.ico').then((r) => [r.status, r.headers.get('content-type')])")
+    assert icon == [200, "image/svg+xml"]
+    admin.is_staff = True
+    admin.save()
+    login(admin)
+    page.goto("/admin/")
+    expect(page.locator("#site-name")).to_be_visible()
+    page.wait_for_load_state("networkidle")  # the icon request has answered; the fixture checks the console

@@ -103,7 +103,8 @@ def test_compare_overlays_runs(page, login, member, live_run, team, page_errors,
     assert page_errors == []
 
 
-def test_new_run_form_shows_schema_errors_on_the_field(page, login, member, page_errors):
+def test_new_run_form_shows_schema_errors_on_the_field(page, login, member, page_errors, console_log):
+    console_log.allow("/runs/new/")  # the invalid form comes back with status 400, on purpose
     login(member)
     page.goto("/runs/new/?preset=toolrl")
     page.locator("[name='name']").fill("bad eps")

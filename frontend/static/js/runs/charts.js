@@ -51,6 +51,9 @@ window.RunCharts = (() => {
     return out;
   }
 
+  // SVG `scatter`, never `scattergl`: each scattergl plot holds WebGL contexts, chromium keeps at most 16
+  // and drops the oldest, so a dashboard's first charts (reward, echo-trap signals) came up blank. The
+  // server downsamples every series to a few hundred points, which SVG draws quickly.
   function traces(chart, series) {
     const out = [];
     if (chart.band && series[chart.band] && series[chart.keys[0]]) {
@@ -63,7 +66,7 @@ window.RunCharts = (() => {
     }
     for (const key of chart.keys) {
       const s = series[key];
-      if (s) out.push({ x: s.x, y: s.y, mode: "lines", name: text(key), type: "scattergl" });
+      if (s) out.push({ x: s.x, y: s.y, mode: "lines", name: text(key), type: "scatter" });
     }
     return out;
   }

@@ -6,7 +6,7 @@
   if (!response.ok) return;
   const data = await response.json();
   const traces = data.runs.map((run) => ({
-    x: run.x, y: run.y, mode: "lines", type: "scattergl",
+    x: run.x, y: run.y, mode: "lines", type: "scatter",
     name: RunCharts.text(run.baseline ? `${run.name} (baseline)` : run.name),
     line: run.baseline ? { dash: "dash", width: 3 } : {},
   }));

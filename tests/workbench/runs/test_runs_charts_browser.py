@@ -1,0 +1,115 @@
+"""In chromium: every chart that has data draws its lines, on a dashboard with all of a real run's series
+and on the compare page with several runs, and the pages log nothing broken.
+
+Charts were WebGL (`scattergl`) plots; chromium keeps 16 WebGL contexts and drops the oldest, so the
+dashboard's first charts showed empty axes while their data was there. Only the drawn SVG says a chart
+shows its lines. The `page` fixture fails a test whose page logged a console error, a WebGL message
+or a failed request; these tests also check it where the charts are drawn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from playwright.sync_api import expect
+
+from trainers.metrics.keys import STANDARD_KEYS, reward_component_key, tool_calls_key
+from workbench.runs.ingest import metrics_ingest
+from workbench.runs.models import Run
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+STEPS = 400
+COMPONENTS = ("correctness", "format", "tool_use")
+TOOLS = ("calculator", "python", "search")
+EVAL_KEYS = ("eval/accuracy", "eval/reward_mean")  # the sink logs evaluations as eval/<name>
+
+# For each plotly chart whose traces have points: how many traces have points and how many are drawn
+# (an SVG path with a non-empty `d` in the trace's group of the scatter layer).
+DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].map((div) => ({
+  id: div.id,
+  withPoints: (div.data || []).filter((t) => (t.y || []).some((v) => v !== null && v !== undefined)).length,
+  drawn: [...div.querySelectorAll('.scatterlayer .trace')]
+    .filter((g) => [...g.querySelectorAll('path')].some((p) => (p.getAttribute('d') || '').length > 2))
+    .length,
+}))"""
+
+
+def real_run_metrics(start: int, stop: int, phase: float = 0.0) -> list[tuple[int, str, float]]:
+    """Every series a tool-using GRPO run logs: the standard keys, per reward component, per tool, and
+    evaluations every 20 steps."""
+    keys = [*STANDARD_KEYS, *map(reward_component_key, COMPONENTS), *map(tool_calls_key, TOOLS)]
+    points = [
+        (step, key, 1.0 + 0.5 * math.sin(step / 25 + i + phase))
+        for step in range(start, stop)
+        for i, key in enumerate(keys)
+    ]
+    points += [
+        (step, key, 0.5 + 0.3 * math.tanh(step / 200)) for step in range(start, stop, 20) for key in EVAL_KEYS
+    ]
+    return points
+
+
+def assert_every_chart_drawn(page, expected_charts: int) -> None:
+    """Once the page plotted its charts, every trace with points is drawn (waiting a little for the SVG)."""
+    page.wait_for_function(
+        f"() => [...document.querySelectorAll('.js-plotly-plot')].filter((d) => d._fullData).length"
+        f" >= {expected_charts}",
+        timeout=60_000,
+    )
+    with contextlib.suppress(PlaywrightTimeoutError):  # the assertion below says which charts are blank
+        page.wait_for_function(
+            f"() => ({DRAWN})().every((c) => c.withPoints > 0 && c.drawn >= c.withPoints)", timeout=10_000
+        )
+    charts = page.evaluate(DRAWN)
+    assert len(charts) == expected_charts, charts
+    blank = [c for c in charts if c["withPoints"] == 0 or c["drawn"] < c["withPoints"]]
+    assert blank == [], f"charts with data but no drawn lines: {blank}"
+
+
+def test_dashboard_with_every_series_of_a_real_run_draws_every_chart(page, login, member, run, console_log):
+    metrics_ingest(run_id=run.pk, points=real_run_metrics(0, STEPS))
+    login(member)
+    page.goto(run.get_absolute_url())
+    # as many charts as the dashboard defines for these keys: all of them
+    expected = page.evaluate(
+        "RunCharts.resolve(JSON.parse(document.getElementById('series-keys').textContent)).length"
+    )
+    assert expected >= 16
+    assert_every_chart_drawn(page, expected)
+    for chart in ("reward", "group-std", "components", "entropy", "grad-norm", "kl", "clip"):
+        expect(page.locator(f"#chart-{chart} .scatterlayer .trace path.js-line").first).to_be_visible()
+    assert page.locator("canvas").count() == 0  # no chart holds a WebGL context
+    assert console_log.problems == []
+
+
+def test_compare_with_several_runs_draws_every_run(page, login, member, team, run, console_log):
+    runs = [run]
+    for i in range(1, 5):
+        runs.append(
+            Run.objects.create(
+                team=team, created_by=member, name=f"run {i}", config=run.config, is_baseline=i == 1
+            )
+        )
+    for i, each in enumerate(runs):
+        metrics_ingest(run_id=each.pk, points=real_run_metrics(0, STEPS - 50 * i, phase=i))
+    login(member)
+    ids = ",".join(str(r.pk) for r in runs)
+    page.goto(f"/runs/compare/?runs={ids}&key=reward/mean")
+    assert_every_chart_drawn(page, 1)
+    assert page.evaluate("document.getElementById('compare-chart').data.length") == len(runs)
+    page.locator("#compare-key select[name=key]").select_option("loss/kl")
+    page.wait_for_url(lambda url: "key=loss%2Fkl" in url or "key=loss/kl" in url)
+    assert_every_chart_drawn(page, 1)
+    assert page.evaluate("document.getElementById('compare-chart').data.length") == len(runs)
+    # each run's dashboard, one after the other in the same tab, draws too
+    for each in runs[:2]:
+        page.goto(each.get_absolute_url())
+        expected = page.evaluate(
+            "RunCharts.resolve(JSON.parse(document.getElementById('series-keys').textContent)).length"
+        )
+        assert_every_chart_drawn(page, expected)
+    assert console_log.problems == []
