@@ -23,6 +23,10 @@ Rewards
     response text with a definition).
 Tools
     TOOLS (registry of built-in tools), Toolset (tools built from bindings, with their specs).
+Sandbox
+    SandboxError (the sandbox failed or refused to start), sandbox_probe() (the isolation a pool
+    started by this process gets: mode "root" | "userns" | "none" | "refused"), sandbox_insecure_allowed()
+    (the operator set WORKBENCH_SANDBOX_INSECURE), SANDBOX_INSECURE_ENV (that variable's name).
 Tokenizers
     load_tokenizer(path): a local tokenizer directory, exactly as trained.
     build_tiny_tokenizer(): the bundled tiny model's tokenizer (trains a small BPE: seconds).
@@ -37,6 +41,10 @@ from trainers.metrics.echo_trap import EchoTrapConfig, EchoTrapDetector
 from trainers.models.loading import load_tokenizer
 from trainers.rewards import REWARDS, RewardDefinition, describe_components, score_text
 from trainers.rewards.schedules import Schedule
+from trainers.sandbox.pool import INSECURE_ENV as SANDBOX_INSECURE_ENV
+from trainers.sandbox.pool import SandboxError
+from trainers.sandbox.pool import insecure_allowed as sandbox_insecure_allowed
+from trainers.sandbox.pool import probe as sandbox_probe
 from trainers.templates import TEMPLATES, TemplateRenderError
 from trainers.tools import TOOLS, Toolset
 from trainers.training.run import RunResult, run_config
@@ -62,6 +70,8 @@ __all__ = [
     "RewardDefinition",
     "RunConfig",
     "RunResult",
+    "SANDBOX_INSECURE_ENV",
+    "SandboxError",
     "Schedule",
     "Sink",
     "TemplateRenderError",
@@ -72,6 +82,8 @@ __all__ = [
     "load_tokenizer",
     "preset_config",
     "run_config",
+    "sandbox_insecure_allowed",
+    "sandbox_probe",
     "score_text",
     "validate_config",
 ]

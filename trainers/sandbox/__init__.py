@@ -2,9 +2,10 @@
 
 from trainers.sandbox.backends import SANDBOXES, LocalSandbox, Sandbox, SandboxFusion, build_sandbox
 from trainers.sandbox.limits import SandboxLimits, SandboxResult
-from trainers.sandbox.pool import SandboxError, WorkerPool
+from trainers.sandbox.pool import INSECURE_ENV, SandboxError, WorkerPool, insecure_allowed, probe
 
 __all__ = [
+    "INSECURE_ENV",
     "SANDBOXES",
     "LocalSandbox",
     "Sandbox",
@@ -14,4 +15,6 @@ __all__ = [
     "SandboxResult",
     "WorkerPool",
     "build_sandbox",
+    "insecure_allowed",
+    "probe",
 ]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from trainers.sandbox.limits import SandboxLimits
-from trainers.sandbox.pool import WorkerPool
+from trainers.sandbox.pool import SandboxError, WorkerPool
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -20,9 +21,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit status 0 whatever the snippet did; the JSON says what happened."""
+    """Exit status 0 whatever the snippet did; the JSON says what happened. 2 when the sandbox refuses
+    to start (isolation unavailable: the message says what is missing)."""
     limits = SandboxLimits() if args.wall_s is None else SandboxLimits(wall_s=args.wall_s)
-    pool = WorkerPool(limits, size=1)
+    try:
+        pool = WorkerPool(limits, size=1)
+    except SandboxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         result = pool.run(args.file.read_text(encoding="utf-8", errors="replace"))
     finally:

@@ -1,8 +1,13 @@
 """A warm pool of one-shot sandbox workers: a call costs one pipe round trip, not an interpreter start.
 
-A root zygote (trainers/sandbox/worker.py) forks each worker with every limit applied and passes the
-pool the worker's pipes. A worker serves exactly one call and is discarded; a background thread keeps
+A zygote (trainers/sandbox/worker.py) forks each worker with every limit applied and passes the pool
+the worker's pipes. A worker serves exactly one call and is discarded; a background thread keeps
 `size` of them ready, so nothing leaks from one call into the next.
+
+Isolation fails closed: as root the workers use namespaces and a per-call uid ("root"), as any other
+user unprivileged user namespaces ("userns"). When neither can be set up the pool refuses to start
+(SandboxError says what is missing) unless the operator set WORKBENCH_SANDBOX_INSECURE=1, which lets
+it run code without isolation ("none") and logs a warning.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import logging
 import os
 import queue
 import selectors
@@ -28,10 +34,20 @@ from trainers.sandbox.worker import sandbox_env
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# Paths the snippet must not see: homes, runtime secrets, host-writable tmp dirs, the project.
+# What the sandbox's root filesystem shows (read-only), besides the interpreter's own prefixes.
+SYSTEM_EXPOSE = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Paths the snippet must not see even where they lie inside an exposed one (the project, homes).
 DEFAULT_HIDE = ("/root", "/home", "/run", "/var/tmp", "/dev/shm", str(PROJECT_ROOT))
 SCRATCH = "/tmp"
+# The operator's explicit permission to run model code without isolation where it cannot be set up.
+INSECURE_ENV = "WORKBENCH_SANDBOX_INSECURE"
 _uids = itertools.count()
+logger = logging.getLogger(__name__)
+
+
+def insecure_allowed() -> bool:
+    """True when the environment sets WORKBENCH_SANDBOX_INSECURE to a true value (1, true, yes)."""
+    return os.environ.get(INSECURE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class SandboxError(RuntimeError):
@@ -60,7 +76,10 @@ class _Worker:
 
 
 class WorkerPool:
-    """`run(code)` executes one snippet in a fresh, fully limited process; thread-safe and loop-agnostic."""
+    """`run(code)` executes one snippet in a fresh, fully limited process; thread-safe and loop-agnostic.
+
+    `mode` is the isolation every worker of this pool gets ("root", "userns" or "none"); `report` is
+    what the zygote's self-test found (the isolation, and why a stronger mode was refused)."""
 
     def __init__(
         self,
@@ -75,37 +94,76 @@ class WorkerPool:
         self.limits = limits or SandboxLimits()
         self.size, self.start_timeout_s = size, start_timeout_s
         self.uid_base, self.uid_span = uid_base, uid_span
+        self.mode = "root" if os.geteuid() == 0 else "userns"  # what the zygote's hello confirms
+        self.report: dict[str, Any] = {}
         self._ready: queue.Queue[_Worker | SandboxError] = queue.Queue()
         self._wanted: queue.Queue[bool] = queue.Queue()
         self._closed = False
         self._broken: SandboxError | None = None
-        self._sock, self._zygote = self._start_zygote(python)
-        threading.Thread(target=self._refill, name="sandbox-pool", daemon=True).start()
+        self._started = threading.Event()
+        self._sock: socket.socket | None = None
+        self._zygote: subprocess.Popen | None = None
+        # The zygote dies with the thread that started it (PR_SET_PDEATHSIG), so the pool's own
+        # long-lived thread starts it, not whichever short-lived thread built the pool.
+        threading.Thread(target=self._refill, args=(python,), name="sandbox-pool", daemon=True).start()
+        if not self._started.wait(self.start_timeout_s + 5.0):
+            self._broken = SandboxError("the sandbox zygote did not answer in time")
+        if self.report.get("ok") is False:
+            self.close()
+            raise SandboxError(
+                f"the sandbox refuses to start: {self.report['error']}. Model code runs only isolated: "
+                "allow user namespaces or run as root (README: Security: the sandbox), or set "
+                f"{INSECURE_ENV}=1 to run it without isolation"
+            )
+        if self.mode == "none":
+            logger.warning(
+                "%s is set and sandbox isolation failed (%s): model code runs WITHOUT isolation",
+                INSECURE_ENV,
+                self.report.get("refused"),
+            )
         for _ in range(size):
             self._wanted.put(True)
 
     # --- workers ------------------------------------------------------------------------------
-    def _start_zygote(self, python: str) -> tuple[socket.socket, subprocess.Popen]:
+    def _start_zygote(self, python: str, mode: str) -> None:
+        """Start a zygote for `mode` and read its hello: the isolation its self-test got, or why it failed."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        expose = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(python))}
+        expose = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(python)), *SYSTEM_EXPOSE}
         config = {
             **self.limits.model_dump(exclude={"hide", "preload"}),
             "preload": list(self.limits.preload),
             "hide": [*DEFAULT_HIDE, *self.limits.hide],
             "expose": sorted(expose),
             "scratch": SCRATCH,
+            "mode": mode,
+            "owner_pid": os.getpid(),
+            "uid_base": self.uid_base,
+            "start_timeout_s": self.start_timeout_s,
         }
-        zygote = subprocess.Popen(
-            [python, "-I", str(WORKER_SCRIPT), json.dumps(config), str(theirs.fileno())],
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            env=sandbox_env(config),
-            cwd="/",
-            start_new_session=True,
-        )
-        theirs.close()
-        return ours, zygote
+        self._sock = ours
+        try:
+            self._zygote = subprocess.Popen(
+                [python, "-I", str(WORKER_SCRIPT), json.dumps(config), str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                env=sandbox_env(config),
+                cwd="/",
+                start_new_session=True,
+            )
+        finally:
+            theirs.close()
+        ours.settimeout(self.start_timeout_s)
+        try:
+            hello = ours.recv(65536)
+        except TimeoutError:
+            raise SandboxError("the sandbox zygote did not answer in time") from None
+        finally:
+            ours.settimeout(None)
+        if not hello:
+            raise SandboxError("the sandbox zygote exited before it was ready; is the python path right?")
+        self.report = json.loads(hello)
+        self.mode = self.report["mode"]
 
     def _spawn(self) -> _Worker:
         """Ask the zygote for a worker; its start-up runs on while the next one is forked."""
@@ -133,8 +191,21 @@ class WorkerPool:
                 worker.close()
                 raise SandboxError(f"sandbox worker failed to start: {info.get('error')}")
 
-    def _refill(self) -> None:
-        """One thread starts workers as calls use them (the zygote forks, so this takes milliseconds)."""
+    def _refill(self, python: str) -> None:
+        """One thread starts the zygote, then workers as calls use them (the zygote forks: milliseconds)."""
+        try:
+            self._start_zygote(python, self.mode)
+            if self.report.get("ok") is False and insecure_allowed():  # the operator's explicit choice
+                refused = self.report["error"]
+                self._stop_zygote()
+                self._start_zygote(python, "none")
+                self.report["refused"] = refused
+        except (OSError, SandboxError) as exc:
+            self._broken = exc if isinstance(exc, SandboxError) else SandboxError(repr(exc))
+        finally:
+            self._started.set()
+        if self._broken is not None or not self.report.get("ok"):
+            return
         while self._wanted.get() and not self._closed:
             try:
                 self._ready.put(self._spawn())
@@ -166,7 +237,7 @@ class WorkerPool:
         return item
 
     def isolation(self) -> dict[str, Any]:
-        """What the kernel granted (namespaces, private filesystem, own /proc, uid drop)."""
+        """What a worker got: mode, namespaces, new root, own /proc, uid or capability drop, seccomp."""
         worker = self._take()
         self._ready.put(worker)
         return dict(worker.isolation)
@@ -252,12 +323,38 @@ class WorkerPool:
             if isinstance(item, _Worker):
                 item.kill()
                 item.close()
-        self._sock.close()  # the zygote sees the end of its socket and exits
+        self._stop_zygote()
+
+    def _stop_zygote(self) -> None:
+        if self._sock is not None:
+            self._sock.close()  # the zygote sees the end of its socket and exits
+        if self._zygote is None:
+            return
         try:
             self._zygote.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self._zygote.kill()
             self._zygote.wait()
+
+
+def probe(timeout_s: float = 30.0) -> dict[str, Any]:
+    """The isolation a pool started by this process gets, without running a call (for status pages):
+    {"mode": "root" | "userns" | "none" | "refused" | "broken", "isolation": {...}, "error": str,
+    "insecure_allowed": bool}; "refused" means pools fail closed here (error says why)."""
+    report: dict[str, Any] = {"insecure_allowed": insecure_allowed()}
+    try:
+        pool = WorkerPool(size=0, start_timeout_s=timeout_s)
+    except SandboxError as exc:
+        return {**report, "mode": "refused", "error": str(exc)}
+    try:
+        if pool._broken is not None:
+            return {**report, "mode": "broken", "error": str(pool._broken)}
+        report.update(mode=pool.mode, isolation=pool.report.get("isolation", {}))
+        if pool.report.get("refused"):
+            report["error"] = pool.report["refused"]
+        return report
+    finally:
+        pool.close()
 
 
 def _record(reports: dict[str, dict], line: bytes) -> None:

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
+from trainers.workbench_api import sandbox_probe
 from workbench.jobs import services
 
 logger = logging.getLogger(__name__)
@@ -47,17 +48,32 @@ def gpu_inventory(timeout: float = 120.0) -> list[dict]:
         return []
 
 
+def sandbox_report() -> dict:
+    """The isolation this worker's code sandbox gets (it starts one pool and closes it): the mode, or
+    "refused" with the reason when pools here fail closed."""
+    try:
+        report = sandbox_probe()
+    except Exception as exc:  # a probe that breaks must not stop the heartbeat
+        logger.warning("Sandbox probe failed: %s", exc)
+        return {"mode": "unknown", "error": str(exc)}
+    if report["mode"] not in ("root", "userns"):
+        logger.warning("Code sandbox on this worker: %s (%s)", report["mode"], report.get("error", ""))
+    return report
+
+
 class Heartbeat(threading.Thread):
     def __init__(self, *, hostname: str, queues: list[str], interval: float):
         super().__init__(name="workbench-heartbeat", daemon=True)
         self.hostname, self.queues, self.interval = hostname, queues, interval
         self.started_at = timezone.now()
         self.gpus: list[dict] = []
+        self.sandbox: dict = {}
         self.stopped = threading.Event()
 
     def run(self) -> None:
         self.beat()  # visible at once; the GPU probe takes a few seconds
         self.gpus = gpu_inventory()
+        self.sandbox = sandbox_report()
         while not self.stopped.is_set():
             self.beat()
             self.stopped.wait(self.interval)
@@ -70,6 +86,7 @@ class Heartbeat(threading.Thread):
                 hostname=self.hostname,
                 queues=self.queues,
                 gpus=self.gpus,
+                sandbox=self.sandbox,
                 pid=os.getpid(),
                 started_at=self.started_at,
             )

@@ -50,6 +50,9 @@ class WorkerHeartbeat(models.Model):
     hostname = models.CharField(max_length=255, unique=True)
     queues = models.JSONField(default=list)
     gpus = models.JSONField(default=list)  # [{"index": 0, "name": ..., "memory_gb": ...}]
+    # What the code sandbox gets on this worker: {"mode": "root" | "userns" | "none" | "refused",
+    # "isolation": {...}, "error": ..., "insecure_allowed": bool} ({} until the probe answered)
+    sandbox = models.JSONField(default=dict, blank=True)
     pid = models.PositiveIntegerField()
     started_at = models.DateTimeField()
     last_seen = models.DateTimeField(db_index=True)
@@ -59,6 +62,11 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return self.hostname
+
+    @property
+    def sandbox_insecure(self) -> bool:
+        """This worker may run model code without isolation (mode "none", or the override is set)."""
+        return self.sandbox.get("mode") == "none" or bool(self.sandbox.get("insecure_allowed"))
 
     @property
     def seconds_since_seen(self) -> float:

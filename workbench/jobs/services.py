@@ -43,13 +43,14 @@ def job_fail(*, job_id, error: str, message: str = "Failed") -> None:
 
 
 def worker_heartbeat_beat(
-    *, hostname: str, queues: list[str], gpus: list[dict], pid: int, started_at
+    *, hostname: str, queues: list[str], gpus: list[dict], pid: int, started_at, sandbox: dict | None = None
 ) -> None:
     WorkerHeartbeat.objects.update_or_create(
         hostname=hostname,
         defaults={
             "queues": queues,
             "gpus": gpus,
+            "sandbox": sandbox or {},
             "pid": pid,
             "started_at": started_at,
             "last_seen": timezone.now(),

@@ -5,6 +5,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
+from trainers.workbench_api import SANDBOX_INSECURE_ENV, sandbox_insecure_allowed
 from workbench.accounts.access import get_scoped_or_404, team_role_required
 from workbench.accounts.models import Role
 from workbench.jobs import selectors, services
@@ -23,12 +24,16 @@ def status_panel(request):
 
 
 def _status_context() -> dict:
+    workers = list(selectors.workers_online())
     return {
         "database": selectors.database_status(),
         "broker": selectors.broker_status(),
-        "workers": selectors.workers_online(),
+        "workers": workers,
         "ping": selectors.broker_ping(),
         "queue_names": QUEUE_NAMES,
+        # The web server runs members' "try it" code too, so its own setting counts as much as a worker's.
+        "sandbox_insecure": sandbox_insecure_allowed() or any(w.sandbox_insecure for w in workers),
+        "sandbox_insecure_env": SANDBOX_INSECURE_ENV,
     }
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from trainers.workbench_api import TOOLS, Toolset
+from trainers.workbench_api import TOOLS, SandboxError, Toolset
 from workbench.accounts.models import Team
 from workbench.catalog.services import catalog_item_create, catalog_version_create
 from workbench.toolschemas.models import Implementation, ToolSchema, ToolSchemaVersion
@@ -120,6 +120,8 @@ def tool_schema_try(*, version: ToolSchemaVersion, arguments_text: str) -> TryRe
     try:
         result = asyncio.run(_invoke(version.binding(), arguments))
     except ValueError as exc:  # a binding the library refuses (bad config)
+        return TryResult(False, "", str(exc))
+    except SandboxError as exc:  # the sandbox refuses to start here (no isolation): say why, run nothing
         return TryResult(False, "", str(exc))
     return TryResult(result.ok, result.output, result.error, result.latency_s)
 

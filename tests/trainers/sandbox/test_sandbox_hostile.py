@@ -1,18 +1,26 @@
-"""Hostile snippets: each gets a clear error in bounded time and leaves the host unharmed."""
+"""Hostile snippets: each gets a clear error in bounded time and leaves the host unharmed.
+
+These run as whatever user runs pytest: as root the pool isolates with namespaces and a per-call uid
+("root"), as anyone else with unprivileged user namespaces ("userns"). CI runs as root, so
+test_sandbox_unprivileged.py runs this module a second time as an unprivileged user.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from trainers.sandbox import SandboxLimits, WorkerPool
 from trainers.sandbox.pool import PROJECT_ROOT
-
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and the uid drop need root")
 
 
 def host_processes_matching(cmdline: str) -> list[int]:
@@ -63,20 +71,82 @@ print(rc, ctypes.get_errno())
     assert int(errno) in (101, 111)  # ENETUNREACH (no interfaces up) or ECONNREFUSED, never connected
 
 
-def test_shadow_file_is_unreadable(pool: WorkerPool) -> None:
-    result = pool.run("open('/etc/shadow').read()")
+def test_the_pool_reports_the_isolation_it_got(pool: WorkerPool) -> None:
+    expected = "root" if os.geteuid() == 0 else "userns"
+    iso = pool.isolation()
+    assert (pool.mode, iso["mode"]) == (expected, expected)
+    assert iso["namespaces"] and iso["filesystem"] and iso["proc"]
+    assert iso["uid_dropped"] if expected == "root" else iso["capabilities_dropped"]
+    assert iso["seccomp"] is (os.uname().machine in ("x86_64", "aarch64"))
+
+
+@pytest.mark.parametrize("path", ["/etc/shadow", "/etc/gshadow", "/etc/sudoers"])
+def test_host_secrets_in_etc_are_unreadable(pool: WorkerPool, path: str) -> None:
+    result = pool.run(f"print(open({path!r}).read())")
     assert result.status == "error"
-    assert result.error_line.startswith("PermissionError")
+    assert result.error_line.split(":")[0] in ("FileNotFoundError", "PermissionError")
+
+
+def test_etc_holds_only_public_files(pool: WorkerPool) -> None:
+    names = set(pool.run("import os; print(*sorted(os.listdir('/etc')))").stdout.split())
+    allowed = {"alternatives", "group", "hostname", "hosts", "ld.so.cache", "ld.so.conf", "ld.so.conf.d"}
+    assert names <= allowed | {"localtime", "passwd"}
+    assert pool.run("print(open('/etc/hostname').read())").stdout == "sandbox\n\n"
 
 
 def test_project_files_are_hidden(pool: WorkerPool) -> None:
     result = pool.run(f"print(open({str(PROJECT_ROOT / 'pyproject.toml')!r}).read())")
     assert result.status == "error"
     assert result.error_line.startswith("FileNotFoundError")
+    listing = pool.run(f"import os; print(os.listdir({str(PROJECT_ROOT)!r}))").stdout
+    venv = Path(sys.prefix)  # the virtual environment may live in the project; nothing else of it shows
+    assert listing in ("[]\n", f"[{venv.name!r}]\n") or "FileNotFoundError" in listing
 
 
-@pytest.mark.parametrize("path", ["/etc/sandbox-escape", "/var/tmp/escape", "/dev/shm/escape", "/escape"])
-def test_writing_outside_the_scratch_dir_fails(pool: WorkerPool, path: str) -> None:
+def test_homes_and_host_directories_are_absent(pool: WorkerPool) -> None:
+    code = """
+import os
+for path in ('/home', '/root', '/var', '/run', '/srv', '/mnt', '/sys', '/boot', '/opt'):
+    entries = os.listdir(path) if os.path.isdir(path) else None
+    print(path, entries)
+"""
+    prefixes = {sys.prefix, sys.base_prefix}
+    for line in pool.run(code).stdout.splitlines():
+        path, entries = line.split(" ", 1)
+        if entries != "None":  # present only as the way to the interpreter's prefix
+            assert any(p.startswith(path + "/") for p in prefixes), line
+            assert len(eval(entries)) == 1, line
+
+
+def test_the_pool_owners_environment_is_unreachable(
+    pool: WorkerPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool's process holds the secrets (DATABASE_URL, the secret key): its /proc entry, and its
+    parent's, are out of the sandbox's pid namespace; /proc/1 is the sandbox's own init."""
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "django-insecure-not-for-the-model")
+    code = f"""
+for pid in ({os.getpid()}, {os.getppid()}, 1):
+    for name in ('environ', 'cmdline', 'cwd/pyproject.toml', 'root/etc/shadow'):
+        try:
+            print(pid, name, open(f'/proc/{{pid}}/{{name}}', 'rb').read()[:200])
+        except OSError as exc:
+            print(pid, name, type(exc).__name__)
+"""
+    out = pool.run(code).stdout
+    assert "not-for-the-model" not in out and "DATABASE_URL" not in out
+    for line in out.splitlines():
+        pid, name, outcome = line.split(" ", 2)
+        if pid != "1":
+            assert outcome in ("FileNotFoundError", "ProcessLookupError"), line
+        elif name != "cmdline":
+            assert outcome in ("PermissionError", "FileNotFoundError"), line
+
+
+@pytest.mark.parametrize(
+    "directory", ["/etc", "/var/tmp", "/dev/shm", "/", "/usr", sys.prefix, sys.base_prefix, str(PROJECT_ROOT)]
+)
+def test_writing_outside_the_scratch_dir_fails(pool: WorkerPool, directory: str) -> None:
+    path = os.path.join(directory, f"sandbox-escape-{uuid.uuid4().hex}")
     result = pool.run(f"open({path!r}, 'w').write('x')")
     assert result.status == "error"
     assert result.error_line.split(":")[0] in ("PermissionError", "OSError", "FileNotFoundError")
@@ -140,9 +210,49 @@ os.kill(-1, signal.SIGKILL)
 
 
 def test_killing_pid_one_fails(pool: WorkerPool) -> None:
-    result = pool.run("import os, signal\nprint(os.getpid())\nos.kill(1, signal.SIGKILL)")
-    assert result.stdout == "2\n"  # the snippet is pid 2; pid 1 is its root-owned init
-    assert result.error_line == "PermissionError: [Errno 1] Operation not permitted"
+    """The snippet is pid 2. Its init is pid 1 under another uid ("root": EPERM) or under the same uid
+    in the user namespace ("userns": the kernel drops signals an init has no handler for)."""
+    code = """
+import os, signal, time
+print(os.getpid())
+try:
+    os.kill(1, signal.SIGKILL)
+except PermissionError:
+    print('refused')
+time.sleep(0.2)  # had the init died, the kernel would have killed this process with it
+print('init alive', os.getppid())
+"""
+    result = pool.run(code)
+    assert result.status == "ok"
+    assert result.stdout in ("2\nrefused\ninit alive 1\n", "2\ninit alive 1\n")
+
+
+def test_privileges_are_gone(pool: WorkerPool) -> None:
+    code = """
+fields = dict(line.split(':', 1) for line in open('/proc/self/status').read().splitlines())
+print(*(fields[name].strip() for name in ('CapInh', 'CapPrm', 'CapEff', 'CapAmb', 'NoNewPrivs', 'Seccomp')))
+"""
+    assert pool.run(code).stdout.split() == ["0000000000000000"] * 4 + ["1", "2"]
+
+
+@pytest.mark.skipif(os.uname().machine not in ("x86_64", "aarch64"), reason="no seccomp table")
+def test_seccomp_refuses_namespaces_mounts_and_ptrace(pool: WorkerPool) -> None:
+    """Even a process that regains capabilities in a user namespace of its own cannot make one."""
+    code = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def errno(ret):
+    return ctypes.get_errno() if ret == -1 else ret
+print(errno(libc.unshare(0x10000000)))                       # CLONE_NEWUSER
+print(errno(libc.unshare(0x00020000)))                       # CLONE_NEWNS
+print(errno(libc.mount(b'none', b'/tmp', b'tmpfs', 0, None)))
+print(errno(libc.ptrace(0, 0, None, None)))                  # PTRACE_TRACEME
+pid = os.fork()  # a plain fork still works
+if pid == 0:
+    os._exit(7)
+print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+    assert pool.run(code).stdout.split() == ["1", "1", "1", "1", "7"]
 
 
 def test_environment_holds_no_host_secrets(pool: WorkerPool, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -203,22 +313,84 @@ print('spawned')
     assert host_processes_matching("sleep 988") == []
 
 
-def sandbox_uid_processes() -> list[int]:
-    """Host pids running as one of the pool's sandbox uids (idle warm workers included)."""
-    pids = []
+def descendants(root: int) -> set[tuple[int, str]]:
+    """(pid, start time) of every live process below `root` (the start time tells a reused pid apart)."""
+    parent, started = {}, {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                uid = os.stat(f"/proc/{entry}").st_uid
-            except FileNotFoundError:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
                 continue
-            if 200_000 <= uid < 210_000:
-                pids.append(int(entry))
-    return pids
+            if fields[0] != "Z":
+                parent[int(entry)], started[int(entry)] = int(fields[1]), fields[19]
+    found, frontier = set(), [root]
+    while frontier:
+        pid = frontier.pop()
+        children = [p for p, ppid in parent.items() if ppid == pid]
+        found.update((p, started[p]) for p in children)
+        frontier += children
+    return found
+
+
+def alive(processes: set[tuple[int, str]]) -> set[tuple[int, str]]:
+    left = set()
+    for pid, start in processes:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[19] == start and fields[0] != "Z":
+            left.add((pid, start))
+    return left
 
 
 def test_nothing_of_a_fork_bomb_outlives_its_call(pool: WorkerPool) -> None:
-    before = set(sandbox_uid_processes())
+    before = descendants(pool._zygote.pid)
     pool.run("import os\nfor _ in range(4):\n    os.fork()\nimport time\ntime.sleep(30)")  # 16 sleepers
-    new = set(sandbox_uid_processes()) - before
-    assert len(new) <= 1  # at most the warm worker started to replace the one just used
+    new = descendants(pool._zygote.pid) - before
+    assert len(new) <= 3  # at most the worker started to replace the one just used: launcher, init, snippet
+
+
+OWNER = """
+import os, sys, threading, time
+from trainers.sandbox import SandboxLimits, WorkerPool
+pool = WorkerPool(SandboxLimits(wall_s=120), size=2)
+threading.Thread(target=pool.run, args=('import time; time.sleep(300)',), daemon=True).start()
+print(pool._zygote.pid, flush=True)
+sys.stdin.readline()
+if sys.argv[1] == 'exit':
+    os._exit(0)  # no close(), no atexit: the process just ends
+time.sleep(300)
+"""
+
+
+@pytest.mark.parametrize("how", ["sigkill", "exit"])
+def test_every_worker_dies_with_the_pools_process(how: str) -> None:
+    """Warm workers and a running call, all of them, however the process that owns the pool ends."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, how], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        zygote = int(owner.stdout.readline())
+        deadline = time.monotonic() + 60  # a wait for the workers to start, not a speed claim
+        while len(workers := descendants(zygote)) < 9 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(workers) >= 9, "two warm workers and a running call: launcher, init, snippet each"
+        workers |= {(pid, start) for pid, start in descendants(owner.pid) if pid == zygote}
+        if how == "sigkill":
+            owner.send_signal(signal.SIGKILL)
+        else:
+            owner.stdin.write("\n")
+            owner.stdin.flush()
+        owner.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while alive(workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert alive(workers) == set()
+    finally:
+        owner.kill()
+        owner.wait()

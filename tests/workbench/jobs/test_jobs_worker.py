@@ -1,5 +1,6 @@
 """Against a real Celery worker process on Redis and PostgreSQL: a job end to end, and the status page."""
 
+import os
 import time
 
 import pytest
@@ -40,6 +41,16 @@ def test_status_page_lists_the_live_worker_with_its_queues_and_redis_ping(
     assert '<span class="tag">gpu</span> <span class="tag">rollout</span>' in body
     assert "pong" in body  # inspect().ping() answered over Redis
     assert body.count('<span class="ok">up</span>') == 2  # database and broker
+
+
+def test_the_live_worker_publishes_its_sandbox_mode(transactional_db, celery_worker, client_for, member):
+    """The worker starts a sandbox pool once (and closes it): root or user namespaces, never bare here."""
+    expected = "root" if os.geteuid() == 0 else "userns"
+    heartbeats = WorkerHeartbeat.objects.filter(hostname=celery_worker.hostname, sandbox__mode=expected)
+    heartbeat = wait_for(heartbeats.first, timeout=60)
+    assert heartbeat.sandbox["isolation"]["filesystem"] is True
+    body = client_for(member).get("/status/panel/").content.decode()
+    assert f'<td class="sandbox"><span class="ok">{expected}</span></td>' in body
 
 
 def test_a_killed_worker_drops_off_the_status_page(
