@@ -57,7 +57,11 @@ class Parser:
         value = self.term()
         while self.peek() in ("+", "-"):
             op, right = self.take(), self.term()
-            value = self.check(value + right if op == "+" else value - right)
+            try:  # an int past float range meeting a float overflows on conversion: 10**400 + 1.0
+                result = value + right if op == "+" else value - right
+            except OverflowError:
+                raise CalcError("result too large") from None
+            value = self.check(result)
         return value
 
     def term(self) -> Number:
@@ -97,7 +101,7 @@ class Parser:
             self.take()
             return value
         if token[0].isdigit() or token[0] == ".":
-            return float(token) if "." in token else int(token)
+            return self.check(float(token) if "." in token else int(token))  # a 400-digit float is inf
         raise CalcError(f"unexpected {token!r}")
 
     def enter(self) -> None:

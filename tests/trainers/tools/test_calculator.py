@@ -49,6 +49,10 @@ def test_values_follow_python_arithmetic(expression: str, expected: float) -> No
         ("(2 ** 4000) * (2 ** 4000)", "result too large"),
         ("1.5 ** 10000", "result too large"),
         ("(" * 100 + "1" + ")" * 100, "nested deeper"),
+        ("10.0 ** 400", "result too large"),
+        ("10 ** 400 + 1.0", "result too large"),
+        ("1.0 - 10 ** 400", "result too large"),
+        ("9" * 400 + ".0", "result too large"),
     ],
 )
 def test_bad_input_raises_a_clear_error(expression: str, message: str) -> None:
@@ -87,3 +91,10 @@ def test_tool_validates_arguments() -> None:
     result = asyncio.run(Calculator().invoke({"expr": "1"}))
     assert not result.ok
     assert result.error == "invalid arguments for calculator: 'expression' is a required property"
+
+
+@pytest.mark.parametrize("expression", ["10.0 ** 400", "10 ** 400 + 1.0", "10**400 - 0.5", "9" * 400 + ".5"])
+def test_tool_reports_float_overflow_as_a_calculator_error(expression: str) -> None:
+    """An int past float range meeting a float raised a raw OverflowError out of the parser."""
+    result = asyncio.run(Calculator().invoke({"expression": expression}))
+    assert (result.ok, result.error) == (False, "calculator error: result too large")
