@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Iterator
 
 from django.http import JsonResponse, StreamingHttpResponse
@@ -16,11 +17,34 @@ from .series import series_downsample, series_keys
 MAX_KEYS = 64
 
 
+STEP_LIMIT = 2**31 - 1  # steps are IntegerField
+
+
+class BadParameter(ValueError):
+    """A query parameter the endpoint cannot use: answered with 400 and this message."""
+
+
 def _int(value: str | None) -> int | None:
     try:
         return int(float(value)) if value not in (None, "") else None
-    except ValueError:
+    except (ValueError, OverflowError):  # "inf" overflows int(), "nan" and words are ValueErrors
         return None
+
+
+def _step(request, name: str) -> int | None:
+    """An optional step bound: a finite number within the step range (fractions round down)."""
+    value = request.GET.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise BadParameter(f"{name} must be a number, got {value[:40]!r}") from None
+    if not math.isfinite(number):
+        raise BadParameter(f"{name} must be a finite number, got {value[:40]!r}")
+    if abs(number) > STEP_LIMIT:
+        raise BadParameter(f"{name} must be between {-STEP_LIMIT} and {STEP_LIMIT}")
+    return int(number)
 
 
 def _buckets(request) -> int:
@@ -53,12 +77,12 @@ def _xy(points: list[tuple[int, float]]) -> dict[str, list]:
 def run_series(request, pk: int):
     """{series: {key: {x, y}}, alerts, last_step, status} for the requested keys and step range."""
     run = selectors.run_get(user=request.user, pk=pk)
+    try:
+        step_min, step_max = _step(request, "step_min"), _step(request, "step_max")
+    except BadParameter as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
     series = series_downsample(
-        run=run,
-        keys=_keys(request),
-        step_min=_int(request.GET.get("step_min")),
-        step_max=_int(request.GET.get("step_max")),
-        buckets=_buckets(request),
+        run=run, keys=_keys(request), step_min=step_min, step_max=step_max, buckets=_buckets(request)
     )
     payload = {
         "series": {

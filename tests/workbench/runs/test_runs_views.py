@@ -84,6 +84,28 @@ def test_series_endpoint_keeps_a_spike(client_for, member, run):
     assert dict(zip(series["x"], series["y"], strict=True))[3210] == 50.0
 
 
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("step_max=inf", "step_max must be a finite number"),
+        ("step_max=-inf", "step_max must be a finite number"),
+        ("step_min=nan", "step_min must be a finite number"),
+        ("step_max=ten", "step_max must be a number"),
+        ("step_min=1e30", "step_min must be between"),
+    ],
+)
+def test_series_endpoint_refuses_a_bad_step_bound_with_400(client_for, member, run, query, message):
+    url = reverse("runs:series", args=[run.pk]) + f"?keys=loss/grad_norm&{query}"
+    response = client_for(member).get(url)
+    assert response.status_code == 400
+    assert response.json()["error"].startswith(message)
+
+
+def test_series_endpoint_ignores_an_infinite_bucket_count(client_for, member, run):
+    url = reverse("runs:series", args=[run.pk]) + "?keys=loss/grad_norm&buckets=inf&step_max=10.5"
+    assert client_for(member).get(url).status_code == 200
+
+
 def test_trajectory_text_is_escaped(client_for, member, run, make_trajectory):
     trajectories_ingest(run_id=run.pk, batches={1: [make_trajectory("g0", 0, text=HOSTILE)]})
     record = run.trajectories.get()
