@@ -15,21 +15,32 @@ from workbench.jobs.tasks import queue_check
 
 
 def status(request):
-    return render(request, "jobs/status.html", _status_context())
+    return render(request, "jobs/status.html", _status_context(request))
 
 
 def status_panel(request):
     """The part of the status page that htmx refreshes every few seconds."""
-    return render(request, "jobs/_status_panel.html", _status_context())
+    return render(request, "jobs/_status_panel.html", _status_context(request))
 
 
-def _status_context() -> dict:
+# The database path or name, the broker URL (host, port, user) and connection errors (which quote
+# hosts and paths) describe the deployment: staff see them, members see up or down.
+DEPLOYMENT_DETAILS = ("name", "url", "error")
+
+
+def _for(request, info: dict | None) -> dict | None:
+    if info is None or request.user.is_staff:
+        return info
+    return {key: value for key, value in info.items() if key not in DEPLOYMENT_DETAILS}
+
+
+def _status_context(request) -> dict:
     workers = list(selectors.workers_online())
     return {
-        "database": selectors.database_status(),
-        "broker": selectors.broker_status(),
+        "database": _for(request, selectors.database_status()),
+        "broker": _for(request, selectors.broker_status()),
         "workers": workers,
-        "ping": selectors.broker_ping(),
+        "ping": _for(request, selectors.broker_ping()),
         "queue_names": QUEUE_NAMES,
         # The web server runs members' "try it" code too, so its own setting counts as much as a worker's.
         "sandbox_insecure": sandbox_insecure_allowed() or any(w.sandbox_insecure for w in workers),
