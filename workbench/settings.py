@@ -27,10 +27,22 @@ def env_list(name: str, default: str) -> list[str]:
 PRODUCTION = os.environ.get("DJANGO_ENV", "development") == "production"
 DEBUG = env_bool("DJANGO_DEBUG", default=not PRODUCTION)
 
+DEV_SECRET_KEY = "dev-only-insecure-key-change-me-for-anything-real"
+# Keys anyone can read (deploy/workbench.env.example, this file): a deployment copying them signs
+# sessions and password-reset links with a public key, so production refuses them.
+PUBLIC_SECRET_KEYS = {"replace-with-50-random-characters", DEV_SECRET_KEY}
+
 if PRODUCTION:
     SECRET_KEY = os.environ["DJANGO_SECRET_KEY"]  # no fallback: a production key must be set
+    if SECRET_KEY.strip() in PUBLIC_SECRET_KEYS:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY is the public placeholder from deploy/workbench.env.example: set it to "
+            "a random secret (python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+        )
 else:
-    SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me-for-anything-real")
+    SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", DEV_SECRET_KEY)
 
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "" if PRODUCTION else "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")

@@ -47,6 +47,20 @@ def test_production_refuses_to_start_without_a_secret_key():
     assert "DJANGO_SECRET_KEY" in done.stderr
 
 
+def test_production_refuses_to_start_with_the_example_files_placeholder_key():
+    example = (REPO_ROOT / "deploy" / "workbench.env.example").read_text()
+    lines = example.splitlines()
+    placeholder = next(line.split("=", 1)[1] for line in lines if line.startswith("DJANGO_SECRET_KEY="))
+    env = {
+        "DJANGO_ENV": "production",
+        "DJANGO_ALLOWED_HOSTS": "workbench.example.com",
+        "DJANGO_SECRET_KEY": placeholder,
+    }
+    done = run_python(env, "-c", "import django; django.setup()")
+    assert done.returncode != 0
+    assert "ImproperlyConfigured" in done.stderr and "placeholder" in done.stderr
+
+
 SHOW_BROKER = (
     "import django; django.setup(); from django.conf import settings as s; print(s.CELERY_BROKER_URL)"
 )
