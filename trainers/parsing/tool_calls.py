@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from trainers.parsing.json_limits import MAX_JSON_DEPTH, too_deep
 from trainers.trajectory import ToolCall
 
 
@@ -42,6 +43,8 @@ def call_from_object(obj: Any, raw: str) -> ToolCall:
             return ToolCall(name, {}, raw, f"'arguments' is not valid JSON: {exc.msg}")
     if not isinstance(args, dict):
         return ToolCall(name, {}, raw, f"'arguments' must be a JSON object, got {type(args).__name__}")
+    if too_deep(args):  # parsed, but schema checks and serialisers recurse: refused here, not there
+        return ToolCall(name, {}, raw, f"'arguments' nested deeper than {MAX_JSON_DEPTH} levels")
     return ToolCall(name, args, raw)
 
 
@@ -54,6 +57,8 @@ def parse_json_calls(body: str) -> list[ToolCall]:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         return [ToolCall("", {}, raw, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")]
+    if too_deep(value, MAX_JSON_DEPTH + 2):  # a list of calls, each call object, then its arguments
+        return [ToolCall("", {}, raw, f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels")]
     if isinstance(value, list):
         if not value:
             return [ToolCall("", {}, raw, "empty list of tool calls")]

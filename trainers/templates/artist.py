@@ -6,6 +6,7 @@ import json
 import re
 
 from trainers.parsing.answers import extract_boxed, extract_tag
+from trainers.parsing.json_limits import too_deep
 from trainers.parsing.reasoning import extract_reasoning
 from trainers.parsing.response import ParsedResponse
 from trainers.parsing.tags import scan_tags
@@ -82,9 +83,9 @@ def tool_arguments(body: str, spec: dict | None) -> dict:
     if body.startswith("{"):
         try:
             value = json.loads(body)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep for the decoder
             value = None
-        if isinstance(value, dict):
+        if isinstance(value, dict) and not too_deep(value):  # deeper ones stay text, not a recursion bomb
             return value
     props = list(tool_parameters(spec or {}).get("properties", {}))
     return {props[0] if len(props) == 1 else "code": body}
