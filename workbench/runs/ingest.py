@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -25,7 +27,7 @@ def _finite_points(points: Iterable[MetricTriple]) -> dict[tuple[str, int], floa
     for step, key, value in points:
         value = float(value)
         if math.isfinite(value):
-            out[(key, int(step))] = value
+            out[(_text(str(key)), int(step))] = value
     return out
 
 
@@ -56,18 +58,42 @@ def metrics_ingest(*, run_id: int, points: Iterable[MetricTriple]) -> int:
     return len(values)
 
 
-def _storable(value: Any) -> Any:
-    """What PostgreSQL text and jsonb accept: NUL (sampled model text may hold it) becomes U+FFFD and
-    NaN or infinite floats (a -inf logprob, a NaN statistic) become null."""
+STORE_MAX_DEPTH = 100  # a trajectory's own structure is ~6 levels; parsers cap arguments at 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(value: str) -> str:
+    """Valid UTF-8 without NUL: a lone surrogate (a model's broken escape, "\\ud800" in a call) cannot
+    be encoded and NUL is refused by PostgreSQL text and jsonb; each becomes U+FFFD (pairs are joined)."""
+    if not value.isascii() and _SURROGATE.search(value):
+        value = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return value.replace("\x00", "\ufffd")
+
+
+def _storable(value: Any, depth: int = 0) -> Any:
+    """What PostgreSQL text and jsonb accept, whatever a model wrote: clean text (see `_text`), NaN or
+    infinite floats (a -inf logprob, a NaN statistic) as null, and nesting past STORE_MAX_DEPTH as a
+    note (jsonb and every recursive serialiser have a depth limit). Dataclasses become dicts as in
+    `dataclasses.asdict`, which itself recursed out on a deeply nested tool call and lost the batch."""
     if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
+        return _text(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if isinstance(value, bool | int) or value is None:
+        return value
+    if depth >= STORE_MAX_DEPTH:
+        return f"<nested deeper than {STORE_MAX_DEPTH} levels>"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _storable(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
-        return {_storable(k): _storable(v) for k, v in value.items()}
+        return {_key(k): _storable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_storable(v) for v in value]
+        return [_storable(v, depth + 1) for v in value]
     return value
+
+
+def _key(key: Any) -> Any:
+    return _text(key) if isinstance(key, str) else _storable(key, STORE_MAX_DEPTH)
 
 
 def _correct(traj: Trajectory) -> bool | None:
@@ -97,7 +123,7 @@ def trajectory_record(*, run_id: int, step: int, traj: Trajectory) -> Trajectory
         length=len(traj.response_token_ids),
         tool_counts=_storable(traj.tool_calls_by_name()),
         final_answer=_storable((traj.final_answer or "")[:300]),
-        data=_storable(traj.to_dict()),
+        data=_storable(traj),  # traj.to_dict(), without its recursion limit
     )
 
 
@@ -142,9 +168,9 @@ def _alert_fields(alert: Any) -> dict[str, Any]:
     evidence = get("evidence", {}) or {}
     return {
         "step": int(get("step")),
-        "rule": str(get("rule")),
-        "message": str(get("message", "") or ""),
-        "evidence": _storable(dict(evidence)) if isinstance(evidence, Mapping) else {"detail": str(evidence)},
+        "rule": _text(str(get("rule"))),
+        "message": _text(str(get("message", "") or "")),
+        "evidence": _storable(dict(evidence) if isinstance(evidence, Mapping) else {"detail": str(evidence)}),
         "severity": str(get("severity", AlertSeverity.WARNING) or AlertSeverity.WARNING),
         "start_step": get("start_step"),
     }

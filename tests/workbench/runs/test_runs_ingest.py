@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 
+from trainers.trajectory import ToolCall
 from workbench.runs.ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
 from workbench.runs.models import Alert, MetricPoint, TrajectoryRecord
 
@@ -83,3 +85,40 @@ def test_non_finite_floats_in_trajectories_and_alerts_are_stored_as_null(run, ma
     alerts_record(run_id=run.id, alerts=[{"step": 1, "rule": "r", "evidence": {"reward_mean": math.nan}}])
     assert TrajectoryRecord.objects.get(run=run).data["turns"][1]["logprobs"] == [None, -0.5]
     assert Alert.objects.get(run=run).evidence == {"reward_mean": None}
+
+
+def test_hostile_model_output_is_stored_not_rejected(run, make_trajectory):
+    """One lone surrogate, NUL, NaN or deeply nested argument made PostgreSQL reject the whole step's
+    batch (DataError) and failed the run: each is replaced and the rest of the batch is kept."""
+    hostile = make_trajectory("g\ud800", 0, text="bad \ud800 text \x00 end \udfff")
+    deep: object = "leaf"
+    for _ in range(500):
+        deep = [deep]
+    hostile.turns[1].tool_calls.append(
+        ToolCall(name="calc\ud83d", arguments={"x\x00": math.nan, "y": -math.inf, "deep": deep}, raw="\ud800")
+    )
+    hostile.metadata["score"] = math.inf
+    hostile.advantage = math.nan
+    written = trajectories_ingest(run_id=run.id, batches={3: [hostile, make_trajectory("g1", 0)]})
+    assert written == 2
+    rec = TrajectoryRecord.objects.get(run=run, group_id="g\ufffd")
+    assert rec.key == "g\ufffd/0" and rec.advantage is None
+    assert rec.data["turns"][3]["text"] == "bad \ufffd text \ufffd end \ufffd"
+    call = rec.data["turns"][1]["tool_calls"][-1]
+    assert (call["name"], call["raw"]) == ("calc\ufffd", "\ufffd")
+    assert (call["arguments"]["x\ufffd"], call["arguments"]["y"]) == (None, None)
+    assert "deeper than" in json.dumps(call["arguments"]["deep"])
+    assert rec.data["metadata"]["score"] is None
+    assert TrajectoryRecord.objects.filter(run=run, group_id="g1").exists()
+
+
+def test_hostile_alert_text_and_metric_keys_are_stored(run):
+    alert = {"step": 1, "rule": "r\ud800", "message": "m\x00", "evidence": {"v\udc00": math.nan}}
+    alerts_record(run_id=run.id, alerts=[alert])
+    stored = Alert.objects.get(run=run)
+    assert (stored.rule, stored.message, stored.evidence) == ("r\ufffd", "m\ufffd", {"v\ufffd": None})
+    assert metrics_ingest(run_id=run.id, points=[(1, "loss/\ud800", 1.0), (1, "nul\x00", 2.0)]) == 2
+    assert set(MetricPoint.objects.filter(run=run).values_list("key", flat=True)) == {
+        "loss/\ufffd",
+        "nul\ufffd",
+    }
