@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +37,9 @@ class Sink(ABC):
     @abstractmethod
     def close(self) -> None:
         """Flush and release resources."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _jsonable(value: Any) -> Any:
@@ -70,7 +74,12 @@ def _record(trajectory: Trajectory) -> dict[str, Any]:
 
 def _line(record: dict[str, Any]) -> str:
     clean = {k: _jsonable(v) for k, v in record.items()}
-    return json.dumps(clean, ensure_ascii=False, default=str) + "\n"
+    text = json.dumps(clean, ensure_ascii=False, default=str) + "\n"
+    if not text.isascii() and _SURROGATE.search(text):
+        # A lone surrogate in model text ("\\ud800" decoded from a call) cannot be written as UTF-8: the
+        # write raised and ended the run. U+FFFD keeps the line valid JSON; a real pair is joined.
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 class RunDirSink(Sink):

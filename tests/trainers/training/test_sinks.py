@@ -79,3 +79,16 @@ def test_logged_trajectory_equals_its_to_dict(tmp_path, build_trajectory):
     sink.close()
     (line,) = read_jsonl(tmp_path / "trajectories.jsonl")
     assert {k: v for k, v in line.items() if k != "step"} == json.loads(traj.to_json())
+
+
+def test_a_lone_surrogate_in_model_text_is_written_as_a_replacement_character(tmp_path):
+    """Writing "\\ud800" as UTF-8 raised UnicodeEncodeError and ended the run."""
+    call = ToolCall(name="calc\ud800", arguments={"x": "a\udfff"}, raw="\ud83d\ude00")
+    traj = Trajectory(uid="a\ud800", group_id="g", metadata={"calls": [call.name]})
+    sink = RunDirSink(tmp_path)
+    sink.log_trajectories(1, [traj])
+    sink.log_metrics(1, {"key\ud800": 1.0})
+    sink.close()
+    (line,) = read_jsonl(tmp_path / "trajectories.jsonl")
+    assert (line["uid"], line["metadata"]["calls"]) == ("a\ufffd", ["calc\ufffd"])
+    assert read_jsonl(tmp_path / "metrics.jsonl") == [{"step": 1, "key\ufffd": 1.0}]
