@@ -50,6 +50,15 @@ class EchoTrapConfig(BaseModel):
         description="std/entropy rules alert only if smoothed reward gained at most this since their"
         " reference step: sharpening while reward rises is convergence, not the trap",
     )
+    reward_fall: float = Field(
+        0.5, gt=0, lt=1, description="alert when smoothed reward fell by this fraction of its best"
+    )
+    reward_fall_min: float = Field(
+        0.1,
+        ge=0,
+        description="the least fall of smoothed reward that alerts, in reward units: noise on small"
+        " rewards is not a fall",
+    )
     isolated_grad_spikes: bool = Field(
         False,
         description="also alert on grad spikes with no std or entropy signal near (small batches spike)",
@@ -136,6 +145,7 @@ class EchoTrapDetector:
         for rule, key, check in (
             ("std_collapse", cfg.std_key, self._std_collapse),
             ("entropy_drop", cfg.entropy_key, self._entropy_drop),
+            ("reward_fall", cfg.reward_key, self._reward_fall),
         ):
             if key in fresh:
                 alerts += self._transition(rule, step, check(step, self.series[key]))
@@ -221,6 +231,19 @@ class EchoTrapDetector:
         if reward:
             message += f"; reward mean {reward['reward_mean']:.3g}, {reward['reward_at_reference']:.3g} then"
         return Alert(step, "entropy_drop", "warning", message, evidence, ref_step)
+
+    def _reward_fall(self, step: int, s: _Series) -> Alert | None:
+        cfg = self.config
+        if len(s.points) < cfg.warmup_steps:
+            return None
+        value, fall = s.smoothed[-1], s.peak - s.smoothed[-1]
+        if fall < max(cfg.reward_fall_min, cfg.reward_fall * abs(s.peak)):
+            return None
+        evidence = {"value": value, "peak": s.peak, "peak_step": s.peak_step, "fall": fall}
+        message = (
+            f"reward mean fell to {value:.3g} from its best {s.peak:.3g} (step {s.peak_step}) at step {step}"
+        )
+        return Alert(step, "reward_fall", "warning", message, evidence, s.peak_step)
 
     def _grad_spike(self, step: int, s: _Series) -> Alert | None:
         cfg = self.config

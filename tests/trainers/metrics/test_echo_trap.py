@@ -82,6 +82,31 @@ def test_collapse_alerts_before_reward_has_collapsed():
     assert {"std_collapse", "entropy_drop"} <= set(rules(alerts))
 
 
+def reward_series(values):
+    """A run that logs only its reward (the std and entropy rules then never judge)."""
+    return {keys.REWARD_MEAN: list(enumerate(values, start=1))}
+
+
+def test_reward_fall_alerts_once_smoothed_reward_lost_half_its_best():
+    # smoothed over 3: step 7 (0.4 + 0.4 + 0.3) / 3 = 0.367, step 8 (0.4 + 0.3 + 0.1) / 3 = 0.267 (fell
+    # 0.133 < half of 0.4), step 9 (0.3 + 0.1 + 0.0) / 3 = 0.133 (fell 0.267 >= 0.2): the alert, while the
+    # raw reward of step 9 (0.0) is the first zero and step 8's still 0.1
+    alerts = EchoTrapDetector().detect(reward_series([0.4] * 6 + [0.3, 0.1, 0.0, 0.0, 0.0]))
+    assert [(a.step, a.rule) for a in alerts] == [(9, "reward_fall")]
+    assert alerts[0].evidence["peak"] == pytest.approx(0.4)
+    assert alerts[0].evidence["fall"] == pytest.approx(0.4 - 0.4 / 3)  # best - (0.3 + 0.1 + 0.0) / 3
+    assert "fell to 0.133 from its best 0.4" in alerts[0].message
+
+
+def test_reward_fall_ignores_noise_on_small_rewards():
+    # a best of 0.08 can fall at most 0.08, under reward_fall_min (0.1): noise around small rewards
+    assert EchoTrapDetector().detect(reward_series([0.08, 0.0, 0.08, 0.08, 0.08, 0.08, 0.0, 0.0, 0.0])) == []
+    # the same shape on larger rewards (best 0.8, fall 0.8) does alert
+    assert rules(EchoTrapDetector().detect(reward_series([0.8, 0.0, 0.8, 0.8, 0.8, 0.8, 0.0, 0.0, 0.0]))) == [
+        "reward_fall"
+    ]
+
+
 def test_std_collapse_evidence_has_the_numbers():
     alert = next(a for a in EchoTrapDetector().detect(collapsing()) if a.rule == "std_collapse")
     assert alert.evidence["fraction_of_peak"] < 0.3
