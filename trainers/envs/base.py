@@ -29,6 +29,7 @@ class Environment(ABC):
         self.done = False
         self.last_reward = 0.0
         self.total_reward = 0.0
+        self.rewards: list[float] = []  # every step's reward, in order
 
     def reset(self, initial_state: dict[str, Any] | None = None, seed: int | None = None) -> str:
         """Start a level: `initial_state` may give a literal `grid`, or generation params and a `seed`."""
@@ -43,6 +44,7 @@ class Environment(ABC):
             except TypeError as exc:  # a dataset row with a key this environment does not know
                 raise ValueError(f"bad initial_state for {self.name}: {exc}") from None
         self.steps, self.done, self.last_reward, self.total_reward = 0, False, 0.0, 0.0
+        self.rewards = []
         return self.observation()
 
     def step(self, action: str) -> tuple[str, float, bool]:
@@ -56,6 +58,7 @@ class Environment(ABC):
         self.done = finished or self.steps >= self.max_steps
         self.last_reward = reward
         self.total_reward += reward
+        self.rewards.append(reward)
         return self.observation(), reward, self.done
 
     def observation(self) -> str:

@@ -41,6 +41,8 @@ def call_from_object(obj: Any, raw: str) -> ToolCall:
             args = json.loads(args)
         except json.JSONDecodeError as exc:
             return ToolCall(name, {}, raw, f"'arguments' is not valid JSON: {exc.msg}")
+        except (ValueError, RecursionError) as exc:  # e.g. nesting too deep for the decoder
+            return ToolCall(name, {}, raw, f"'arguments' is not valid JSON: {type(exc).__name__}")
     if not isinstance(args, dict):
         return ToolCall(name, {}, raw, f"'arguments' must be a JSON object, got {type(args).__name__}")
     if too_deep(args):  # parsed, but schema checks and serialisers recurse: refused here, not there
@@ -57,13 +59,22 @@ def parse_json_calls(body: str) -> list[ToolCall]:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         return [ToolCall("", {}, raw, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")]
+    except (ValueError, RecursionError) as exc:  # parsers never raise: nesting too deep for the decoder
+        return [ToolCall("", {}, raw, f"invalid JSON: {type(exc).__name__}")]
     if too_deep(value, MAX_JSON_DEPTH + 2):  # a list of calls, each call object, then its arguments
         return [ToolCall("", {}, raw, f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels")]
     if isinstance(value, list):
         if not value:
             return [ToolCall("", {}, raw, "empty list of tool calls")]
-        return [call_from_object(item, json.dumps(item)) for item in value]
+        return [call_from_object(item, _dumps(item)) for item in value]
     return [call_from_object(value, raw)]
+
+
+def _dumps(item: Any) -> str:
+    try:
+        return json.dumps(item)
+    except (ValueError, RecursionError):  # deeply nested (the decoder took it, the encoder may not)
+        return repr(item)[:200]
 
 
 def parse_tagged_calls(

@@ -1,9 +1,11 @@
 """The rollout engine: multi-turn tool-integrated trajectories, token-in/token-out, overlapped with tools.
 
-Generation stops at the end of a tool call (the template's stop strings; ZeroTIR's state machine),
-the calls run concurrently, their responses are tokenized and appended with loss mask 0, and
-generation resumes from the exact ids sampled so far, until a final answer, end-of-sequence, the
-turn limit, the token budget or a finished environment.
+Generation stops at the template's stop strings: the end of the message for the ChatML templates
+(one message may make several calls, each in its own `<tool_call>` block), the end of a code block
+for ToRL, a tool's closing tag for ARTIST. The turn's calls run concurrently, their responses (one
+per call, in call order) are tokenized and appended with loss mask 0, and generation resumes from
+the exact ids sampled so far, until a final answer, end-of-sequence, the turn limit, the token
+budget or a finished environment.
 """
 
 from __future__ import annotations
@@ -173,6 +175,9 @@ class RolloutEngine:
             may_continue=progress.turns < limits.max_turns,
         )  # fmt: skip
         out = await scheduler.generate(request)
+        finish = out.finish_reason
+        if finish == "stop" and out.stop_string and out.stop_string == self.template.turn_end:
+            finish = "eos"  # the policy ended its message (its end-of-turn need not be the tokenizer's eos)
         text = self.tokenizer.decode(out.token_ids, skip_special_tokens=False)
         parsed = self.template.parse(text, tools=progress.specs)
         turn = Turn(
@@ -184,7 +189,7 @@ class RolloutEngine:
             tool_calls=parsed.tool_calls,
             reasoning=parsed.reasoning,
             state_hash=state_hash,
-            finish_reason=out.finish_reason,
+            finish_reason=finish,
         )
         traj.turns.append(turn)
         progress.context.extend(out.token_ids)
@@ -192,16 +197,17 @@ class RolloutEngine:
         if parsed.final_answer is not None:
             traj.final_answer = parsed.final_answer
         if not parsed.tool_calls:
-            return self._ended_without_calls(progress, out.finish_reason, parsed.final_answer is not None)
-        closed = out.finish_reason == "eos"
+            return self._ended_without_calls(progress, finish, parsed.final_answer is not None)
+        closed = finish == "eos"
+        steps_before = len(env.rewards) if env is not None else 0
         glue, role = await self._answer_calls(turn, parsed.tool_calls, toolset, progress, closed)
         if glue is None:  # ToRL past the limit, nothing executed: as if the turn had no calls
-            return self._ended_without_calls(progress, out.finish_reason, parsed.final_answer is not None)
+            return self._ended_without_calls(progress, finish, parsed.final_answer is not None)
         glue_ids = self.encode(glue)
         traj.turns.append(Turn(role, glue, glue_ids, [0] * len(glue_ids)))
         progress.context.extend(glue_ids)
-        if env is not None:
-            turn.state, turn.env_reward = env.observation(), env.last_reward
+        if env is not None:  # the reward of every action this turn took (RAGEN: several per turn)
+            turn.state, turn.env_reward = env.observation(), float(sum(env.rewards[steps_before:]))
             if env.done:
                 progress.finish = "env_done"
                 return False
@@ -224,10 +230,22 @@ class RolloutEngine:
     async def _answer_calls(
         self, turn: Turn, calls: list[ToolCall], toolset: Toolset, progress: _Progress, closed: bool
     ) -> tuple[str | None, str]:
-        """Run the calls within the budget C; return the glue text (None: nothing to append) and its role."""
-        allowed = max(0, self.limits.max_tool_calls - progress.calls_used)
-        run_now, over = calls[:allowed], calls[allowed:]
-        progress.calls_used += len(run_now)
+        """Run the calls within the budget C; return the glue text (None: nothing to append) and its role.
+
+        C counts executed calls: in call order, each call that can run (well formed, a known tool) takes
+        one unit; once none is left, the turn's remaining calls are not executed and get the limit
+        result. Malformed calls before that point get their own error response and take nothing. The
+        calls that run, run concurrently; results and responses keep the call order.
+        """
+        left = self.limits.max_tool_calls - progress.calls_used
+        n_run = 0
+        for call in calls:
+            if left <= 0:
+                break
+            n_run += 1
+            left -= toolset.runnable(call)
+        run_now, over = calls[:n_run], calls[n_run:]
+        progress.calls_used += sum(map(toolset.runnable, run_now))
         results = [observation(r, self.limits) for r in await toolset.call_many(run_now)] if run_now else []
         notice = self.limits.on_tool_limit == "notice"
         skipped = [limit_result(call, notice) for call in over]
@@ -249,11 +267,13 @@ class RolloutEngine:
         )
 
     def _stops(self, progress: _Progress) -> list[str]:
-        """ToRL past its limit drops the call stops so the model writes on in plain text."""
+        """ToRL past its limit drops the call stops so the model writes on in plain text; the end of
+        the message (the ChatML templates' only stop) still ends the turn."""
+        stops = self.template.stops(progress.specs)
         spent = progress.calls_used >= self.limits.max_tool_calls
         if spent and self.limits.on_tool_limit == "continue_text":
-            return []
-        return self.template.stops(progress.specs)
+            return [s for s in stops if s == self.template.turn_end]
+        return stops
 
     def encode(self, text: str) -> list[int]:
         """Tokenize template text and tool output (never policy-sampled text) without special additions."""

@@ -59,6 +59,11 @@ class ChatTemplate(ABC):
         """Stop strings for generation with these tools (ARTIST's depend on the tool names)."""
         return list(self.stop_strings)
 
+    def stops_at_turn_end(self, tools: list[dict]) -> bool:
+        """Whether a turn runs to the end of the message (several calls per turn, Qwen's format) rather
+        than stopping at each call: then the policy samples `turn_end` itself, before the responses."""
+        return bool(self.turn_end) and self.turn_end in self.stops(tools)
+
     # --- response --------------------------------------------------------------------------------
     @abstractmethod
     def parse(self, text: str, *, tools: list[dict] | None = None) -> ParsedResponse:

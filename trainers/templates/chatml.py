@@ -12,11 +12,19 @@ from trainers.trajectory import ToolResult
 
 
 class ChatMLToolTemplate(ChatTemplate):
-    """`<think>` reasoning, JSON calls in `<tool_call>` tags, `<tool_response>` in a user turn."""
+    """`<think>` reasoning, JSON calls in `<tool_call>` tags, `<tool_response>` in a user turn.
 
-    stop_strings = ["</tool_call>"]
+    Generation stops at the end of the message, not at `</tool_call>`: one message may hold several
+    call blocks (Qwen's own format), and the next user turn answers each with its own `<tool_response>`,
+    in call order.
+    """
+
     turn_end = "<|im_end|>"
     tag_names = ["think", "tool_call", "tool_response"]
+
+    def stops(self, tools: list[dict]) -> list[str]:
+        # the instance's turn end: hf_native takes its tokenizer's end-of-sequence token
+        return [self.turn_end] if self.turn_end else []
 
     def parse(self, text: str, *, tools: list[dict] | None = None) -> ParsedResponse:
         return ParsedResponse(

@@ -72,10 +72,15 @@ class Toolset:
                 return tool.environment
         return None
 
+    def runnable(self, call: ToolCall) -> bool:
+        """Whether the call would run: well formed and naming a tool here (others get an error result)."""
+        return call.parse_error is None and call.name in self.tools
+
     async def call_many(self, calls: list[ToolCall]) -> list[ToolResult]:
         """Run a turn's calls concurrently; results keep the call order; never raises.
 
-        Calls to one environment run one after another in call order, since each action changes the state.
+        Calls to one environment run one after another in call order, since each action changes the
+        state; its per-turn action cap counts over all of them (call it once per turn).
         """
         results: list[ToolResult | None] = [None] * len(calls)
         chains: dict[str, list[int]] = {}
@@ -98,7 +103,8 @@ class Toolset:
         results[index] = await tool.invoke(call.arguments)
 
     @staticmethod
-    async def _chain(tool: Tool, calls: list[ToolCall], indices: list[int], results: list) -> None:
+    async def _chain(tool: EnvironmentTool, calls: list[ToolCall], indices: list[int], results: list) -> None:
+        tool.begin_turn()
         for call, index in zip(calls, indices, strict=True):
             results[index] = await tool.invoke(call.arguments)
 

@@ -71,6 +71,10 @@ def render_expert(
     # `observation`: an environment's initial state, shown in the prompt as the rollout engine does
     prompt = template.render_prompt(question=rest[0]["content"], tools=tools, observation=observation)
     turns = [_turn("prompt", prompt, tokenizer)]
+    # A template whose turns run to the end of the message (several calls per turn) has the policy
+    # sample the end-of-turn before the tool responses, as in a rollout; the glue then leaves it out.
+    closes = template.stops_at_turn_end(tools)
+    turn_end = tokenizer.encode(template.turn_end, add_special_tokens=False) if closes else []
     i = 1
     while i < len(rest):
         message = rest[i]
@@ -79,7 +83,7 @@ def render_expert(
         text = assistant_text(message)
         last = i == len(rest) - 1
         # The final turn ends with end-of-sequence, which the policy must learn to sample.
-        turns.append(_turn("assistant", text, tokenizer, [tokenizer.eos_token_id] if last else ()))
+        turns.append(_turn("assistant", text, tokenizer, [tokenizer.eos_token_id] if last else turn_end))
         turns[-1].tool_calls = [_call(c) for c in message.get("tool_calls") or []]
         i += 1
         results = []
@@ -87,10 +91,13 @@ def render_expert(
             results.append(ToolResult(name=rest[i].get("name", ""), ok=True, output=str(rest[i]["content"])))
             i += 1
         if results:
-            turns.append(_turn("tool", template.render_tool_responses(results), tokenizer))
+            glue = template.render_tool_responses(results, turn_closed=closes)
+            turns.append(_turn("tool", glue, tokenizer))
             turns[-2].tool_results = results
         elif i < len(rest) and rest[i]["role"] == "user":
-            turns.append(_turn("glue", template.render_notice(rest[i]["content"]), tokenizer))
+            turns.append(
+                _turn("glue", template.render_notice(rest[i]["content"], turn_closed=closes), tokenizer)
+            )
             i += 1
     return Trajectory(uid=uid, group_id=uid, turns=turns)
 

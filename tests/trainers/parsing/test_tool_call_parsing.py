@@ -89,3 +89,23 @@ def test_scan_tags_orders_tags_and_flags_unclosed_ones():
     )
     assert scan.tags == ["think", "tool_call", "answer"] and scan.well_formed
     assert not scan_tags("<think>a", ["think"]).well_formed
+
+
+def test_malformed_blocks_among_valid_ones_each_become_their_own_call_in_order():
+    one = '<tool_call>{"name": "%s", "arguments": {}}</tool_call>'
+    text = one % "a" + "<tool_call>{oops}</tool_call>" + one % "b" + "<tool_call>{"
+    calls = parse_tagged_calls(text)
+    assert [(c.name, c.parse_error is None) for c in calls] == [
+        ("a", True),
+        ("", False),
+        ("b", True),
+        ("", False),
+    ]
+
+
+def test_nesting_too_deep_for_the_json_decoder_is_a_malformed_call_not_an_exception():
+    (call,) = parse_tagged_calls("<tool_call>" + "[" * 100_000 + "</tool_call>")
+    assert call.parse_error == "invalid JSON: RecursionError"
+    deep_args = '{"name": "a", "arguments": "' + "[" * 100_000 + '"}'
+    (call,) = parse_tagged_calls(f"<tool_call>{deep_args}</tool_call>")
+    assert call.name == "a" and call.parse_error.startswith("'arguments' is not valid JSON")

@@ -61,10 +61,15 @@ def test_assistant_tokens_have_mask_one_and_logprobs(scripted):
         assert turn.logprobs is not None and len(turn.logprobs) == len(turn.token_ids)
 
 
-def test_stop_string_ends_the_turn_at_the_closing_tag(scripted):
-    backend = scripted(by_responses(call("hi") + " trailing text", "\\boxed{hi}<|im_end|>"))
-    turn = run(backend).turns[1]
-    assert turn.text.endswith("</tool_call>") and turn.finish_reason == "stop"
+def test_a_turn_runs_past_its_call_to_the_end_of_the_message(scripted):
+    # the stop is the end of the message, not </tool_call>: one message may make several calls
+    backend = scripted(
+        by_responses(call("hi") + " trailing text<|im_end|>never sampled", "\\boxed{hi}<|im_end|>")
+    )
+    traj = run(backend)
+    turn = traj.turns[1]
+    assert turn.text.endswith("</tool_call> trailing text<|im_end|>") and turn.finish_reason == "eos"
+    assert traj.turns[2].text.startswith("\n<|im_start|>user\n<tool_response>")
 
 
 def test_json_list_of_calls_runs_every_call_and_keeps_their_order(scripted):
@@ -81,7 +86,6 @@ def test_two_tags_then_end_of_turn_skips_the_repeated_turn_end(scripted):
     first = call("a") + call("b") + "<|im_end|>"
     backend = scripted(by_responses(first, "\\boxed{ab}<|im_end|>"))
     engine = RolloutEngine(backend, "qwen_tool", SLEEP, RolloutLimits())
-    engine.template.stop_strings = []  # instance override: let the turn run to its end-of-sequence
     traj = engine.run([{"id": "q", "question": "x"}])[0]
     assert traj.num_tool_calls == 2 and traj.turns[1].finish_reason == "eos"
     assert traj.turns[2].text.startswith("\n<|im_start|>user\n<tool_response>")

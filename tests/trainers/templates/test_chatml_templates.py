@@ -93,8 +93,10 @@ def test_qwen_notice_is_a_user_turn(qwen):
     assert qwen.render_notice("stop") == expected
 
 
-def test_qwen_stops_at_the_end_of_a_call(qwen):
-    assert qwen.stops(TOOLS) == ["</tool_call>"]
+def test_qwen_and_tool_n1_stop_at_the_end_of_the_message_not_of_a_call(qwen):
+    # one message may make several calls (Qwen's format); stopping at </tool_call> cut it after the first
+    assert qwen.stops(TOOLS) == ["<|im_end|>"] and qwen.stops_at_turn_end(TOOLS)
+    assert TEMPLATES.get("tool_n1")().stops(TOOLS) == ["<|im_end|>"]
 
 
 def test_tool_n1_parses_a_list_of_calls_and_an_answer_tag():

@@ -41,4 +41,4 @@ def test_native_calls_are_hermes_tool_call_tags(tiny_tokenizer):
     native = TEMPLATES.get("hf_native")(tokenizer=tiny_tokenizer)
     text = '<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}}</tool_call>'
     assert [c.name for c in native.parse(text).tool_calls] == ["calculator"]
-    assert native.format_ok(text) and native.stops(TOOLS) == ["</tool_call>"]
+    assert native.format_ok(text) and native.stops(TOOLS) == [tiny_tokenizer.eos_token]  # end of message

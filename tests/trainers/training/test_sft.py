@@ -38,8 +38,8 @@ def test_only_assistant_tokens_have_mask_one(tokenizer, template):
     policy = [tok for tok, m in zip(traj.response_token_ids, traj.response_loss_mask, strict=True) if m]
     expected_text = (
         '<think>use it</think>\n<tool_call>\n{"name": "calculator", "arguments": {"expression": "12 * 34"}}\n'
-        "</tool_call><think>done</think>\n\\boxed{408}<|im_end|>"
-    )
+        "</tool_call><|im_end|><think>done</think>\n\\boxed{408}<|im_end|>"
+    )  # the turn that calls ends the message itself, as in a rollout that stops at the end of the message
     assert tokenizer.decode(policy) == expected_text
 
 
@@ -47,7 +47,8 @@ def test_glue_is_the_templates_own_tool_response_rendering(tokenizer, template):
     traj = render_expert(MESSAGES, template=template, tokenizer=tokenizer, tools=TOOLS)
     tool_turn = traj.turns[2]
     response = "<tool_response>\n408\n</tool_response>"
-    assert tool_turn.text == f"<|im_end|>\n<|im_start|>user\n{response}<|im_end|>\n<|im_start|>assistant\n"
+    # the policy sampled the turn's end, so the glue leaves it out (turn_closed)
+    assert tool_turn.text == f"\n<|im_start|>user\n{response}<|im_end|>\n<|im_start|>assistant\n"
     assert traj.turns[0].text == template.render_prompt(question="What is 12 * 34?", tools=TOOLS)
     assert traj.turns[1].tool_calls[0].arguments == {"expression": "12 * 34"}
     assert traj.turns[1].tool_results[0].output == "408"
@@ -74,3 +75,10 @@ def test_sft_lowers_the_loss_on_the_experts(tokenizer, template):
     assert result.steps == 15
     with torch.no_grad():
         assert float(sft_loss(model, examples, tokenizer.pad_token_id)) < before - 1.0
+
+
+def test_a_template_that_stops_at_each_call_adds_no_turn_end(tokenizer):
+    torl = TEMPLATES.get("torl")()  # its turns stop at the code block, before the end of the message
+    traj = render_expert(MESSAGES, template=torl, tokenizer=tokenizer, tools=TOOLS)
+    assert not torl.stops_at_turn_end(TOOLS)
+    assert tokenizer.eos_token_id not in traj.turns[1].token_ids
