@@ -5,11 +5,13 @@ stagnates or falls, with gradient-norm spikes. A healthy run also sharpens (entr
 fall), but while reward rises towards its best; so the std and entropy rules are gated on reward.
 Rules: `std_collapse` (smoothed std below a fraction of its running peak), `entropy_drop` (smoothed
 entropy below a fraction of its peak or early level), both only while smoothed reward has gained at
-most `reward_tolerance` since the rule's reference step; `grad_spike` (grad norm above a multiple
-of its rolling median), reported only within `coincidence_window` steps of a std or entropy signal
-unless `isolated_grad_spikes`; and `echo_trap` when the std collapse coincides with an entropy drop
-or a grad spike within `coincidence_window` steps. Each rule fires when its condition becomes true
-and re-arms when it is false again.
+most `reward_tolerance` (and `reward_tolerance_rel` of its size) since the rule's reference step;
+`grad_spike` (grad norm above a multiple of its rolling median), reported only within
+`coincidence_window` steps of a std or entropy signal unless `isolated_grad_spikes`; `reward_fall`
+(smoothed reward lost half of its best, and at least `reward_fall_min`: a run falling apart, which a
+policy whose entropy was already low does without the std and entropy signs); and `echo_trap` when
+the std collapse coincides with an entropy drop or a grad spike within `coincidence_window` steps.
+Each rule fires when its condition becomes true and re-arms when it is false again.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ class EchoTrapConfig(BaseModel):
         ge=0,
         description="std/entropy rules alert only if smoothed reward gained at most this since their"
         " reference step: sharpening while reward rises is convergence, not the trap",
+    )
+    reward_tolerance_rel: float = Field(
+        0.25,
+        ge=0,
+        description="and at most this fraction of the reward's size at the reference step: on small"
+        " rewards a small gain is real learning (0.10 -> 0.15 while a fresh policy sharpens)",
     )
     reward_fall: float = Field(
         0.5, gt=0, lt=1, description="alert when smoothed reward fell by this fraction of its best"
@@ -264,7 +272,7 @@ class EchoTrapDetector:
         if reward is None:
             return {}
         now, then = reward.smoothed[-1], reward.smoothed_at(ref_step)
-        if now - then > self.config.reward_tolerance:
+        if now - then > min(self.config.reward_tolerance, self.config.reward_tolerance_rel * abs(then)):
             return None
         return {"reward_mean": now, "reward_at_reference": then}
 

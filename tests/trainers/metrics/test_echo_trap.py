@@ -147,7 +147,7 @@ def test_thresholds_are_configurable():
     )
     lenient = EchoTrapDetector(EchoTrapConfig(std_collapse_ratio=0.01, entropy_drop_ratio=0.05))
     assert "echo_trap" not in rules(lenient.detect(collapsing()))
-    ungated = EchoTrapDetector(EchoTrapConfig(reward_tolerance=1.0))
+    ungated = EchoTrapDetector(EchoTrapConfig(reward_tolerance=1.0, reward_tolerance_rel=100.0))
     assert "echo_trap" in rules(ungated.detect(sharpening()))
 
 

@@ -64,9 +64,31 @@ def test_healthy_demo_run_raises_no_alert(rows):
 
 def test_the_ungated_rules_would_have_raised_the_demo_false_alarms():
     """Without the reward gate and with isolated spikes reported, these are the alerts the runs recorded."""
-    ungated = EchoTrapDetector(EchoTrapConfig(reward_tolerance=10.0, isolated_grad_spikes=True))
+    gate_off = {"reward_tolerance": 10.0, "reward_tolerance_rel": 100.0}
+    ungated = EchoTrapDetector(EchoTrapConfig(**gate_off, isolated_grad_spikes=True))
     assert [(a.rule, a.step) for a in ungated.detect(series(SEED_0))] == [("entropy_drop", 5)]
     assert [(a.rule, a.step) for a in ungated.detect(series(SEED_1))] == [
         ("entropy_drop", 14),
         ("grad_spike", 16),
     ]
+
+
+# The same healthy demo run once turns end at the end of their message (the policy now trains its
+# end-of-turn token): reward and entropy as logged, to 2 decimals. Entropy halves by step 9 while
+# reward has gained 0.05 from 0.10, exactly the absolute tolerance: on a small reward that is learning.
+TURN_END_REWARD = [0.10, 0.09, 0.11, 0.16, 0.11, 0.18, 0.15, 0.16, 0.14, 0.18,
+                   0.27, 0.21, 0.33, 0.29, 0.35, 0.42, 0.42, 0.49, 0.44, 0.47]  # fmt: skip
+TURN_END_ENTROPY = [2.47, 2.32, 1.47, 1.77, 1.49, 1.47, 1.24, 1.23, 1.13, 1.18,
+                    1.21, 1.18, 1.19, 1.17, 1.16, 1.10, 1.04, 1.04, 1.02, 1.00]  # fmt: skip
+
+
+def test_a_small_reward_rising_while_a_fresh_policy_sharpens_raises_no_alert():
+    run = {
+        keys.REWARD_MEAN: list(enumerate(TURN_END_REWARD, start=1)),
+        keys.LOSS_ENTROPY: list(enumerate(TURN_END_ENTROPY, start=1)),
+    }
+    assert EchoTrapDetector().detect(run) == []
+    # smoothed reward at the entropy peak (step 1) is 0.10 and at step 9 (0.15 + 0.16 + 0.14) / 3 = 0.15:
+    # a gain of 0.05, within the absolute tolerance but above 25% of 0.10 (0.025)
+    absolute_only = EchoTrapDetector(EchoTrapConfig(reward_tolerance_rel=10.0))
+    assert [(a.rule, a.step) for a in absolute_only.detect(run)] == [("entropy_drop", 9)]
