@@ -78,6 +78,10 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
+        if self.algorithm.estimator == "dr_grpo" and "aggregation" not in self.loss.model_fields_set:
+            # Dr. GRPO drops the per-response length normalisation: each sequence's token-loss sum is
+            # divided by the fixed generation budget (loss.norm_constant), unless aggregation is chosen
+            self.loss.aggregation = "seq_mean_token_sum"
         if self.algorithm.compares_group_samples and self.rollout.samples_per_prompt < 2:
             what = "reinforce_pp's group_baseline" if self.algorithm.estimator == "reinforce_pp" else None
             raise ValueError(

@@ -244,3 +244,17 @@ def test_reinforce_pp_group_baseline_is_validated(overrides, message):
         data[key] = {**data.get(key, {}), **value}
     with pytest.raises(ConfigError, match=message):
         validate_config(data)
+
+
+def test_dr_grpo_divides_by_the_generation_budget_without_being_told():
+    # choosing the estimator alone gives Dr. GRPO's loss: token sums over limits.max_total_new_tokens
+    raw = {"name": "dr", "model": {"path": "m"}, "algorithm": {"estimator": "dr_grpo"},
+           "limits": {"max_total_new_tokens": 48}}  # fmt: skip
+    config = validate_config(raw)
+    assert config.loss.aggregation == "seq_mean_token_sum"
+    kwargs = config.loss.policy_loss_kwargs(config.limits.max_total_new_tokens)
+    assert (kwargs["agg"], kwargs["norm_constant"]) == ("seq_mean_token_sum", 48.0)
+    # an aggregation chosen explicitly is kept; other estimators keep the token mean
+    chosen = validate_config({**raw, "loss": {"aggregation": "token_mean"}})
+    assert chosen.loss.aggregation == "token_mean"
+    assert validate_config({**raw, "algorithm": {"estimator": "grpo"}}).loss.aggregation == "token_mean"
