@@ -8,7 +8,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from tests.workbench.support.users import PASSWORD
 from workbench.accounts.models import Membership
 
-PUBLIC = {"/login/", "/healthz"}
+PUBLIC = {"/login/", "/healthz", "/favicon.ico"}  # the icon is asked for before anyone logs in
 SAMPLE_ARGS = {"int": "1", "str": "x", "slug": "x", "uuid": str(uuid.uuid4()), "path": "x"}
 
 
@@ -39,9 +39,11 @@ def test_every_page_requires_login(client, db, url):
     assert response["Location"].startswith("/login/")
 
 
-def test_health_and_login_are_public(client, db):
+def test_health_login_and_icon_are_public(client, db):
     assert client.get("/healthz").status_code == 200
     assert client.get("/login/").status_code == 200
+    icon = client.get("/favicon.ico")
+    assert icon.status_code in (301, 302) and not icon["Location"].startswith("/login/")
 
 
 def test_admin_site_requires_staff(client_for, member):
