@@ -384,14 +384,7 @@ def _build_base_root(config: dict) -> None:
     tmpfs holding read-only binds of `_exposed`, a /dev of a few devices, an empty scratch mount point,
     and the host's /proc, which every call covers with its own (a new procfs may only be mounted where
     one is already fully visible). Every call's mount namespace is a copy of this one."""
-    if config["mode"] == "userns":
-        uid, gid = os.geteuid(), os.getegid()
-        _check(_libc.unshare(ctypes.c_int(CLONE_NEWUSER | CLONE_NEWNS)), "unshare")
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"0 {uid} 1")
-        _write("/proc/self/gid_map", f"0 {gid} 1")
-    else:
-        _check(_libc.unshare(ctypes.c_int(CLONE_NEWNS)), "unshare")
+    _unshare(CLONE_NEWNS, own_user_namespace=config["mode"] == "userns")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     exposed = _exposed(config)
     links = [p for p in exposed if os.path.islink(p) and os.path.dirname(p) == "/"]  # /bin -> usr/bin
@@ -606,14 +599,19 @@ def _enter_namespaces(config: dict) -> None:
     """Unshare the call's namespaces; in "userns" also a user namespace where our uid and gid are 0."""
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
     flags |= 0 if config["network"] else CLONE_NEWNET
-    if config["mode"] == "userns":
-        uid, gid = os.geteuid(), os.getegid()
-        _check(_libc.unshare(ctypes.c_int(flags | CLONE_NEWUSER)), "unshare")
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"0 {uid} 1")
-        _write("/proc/self/gid_map", f"0 {gid} 1")
-    else:
+    _unshare(flags, own_user_namespace=config["mode"] == "userns")
+
+
+def _unshare(flags: int, *, own_user_namespace: bool) -> None:
+    """unshare(flags); with `own_user_namespace` also a new user namespace where our uid and gid are 0."""
+    if not own_user_namespace:
         _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+        return
+    uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(ctypes.c_int(flags | CLONE_NEWUSER)), "unshare")
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"0 {uid} 1")
+    _write("/proc/self/gid_map", f"0 {gid} 1")
 
 
 def _kill_leftovers(pgid: int, uid: int) -> None:
