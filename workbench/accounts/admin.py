@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from workbench.accounts.models import Membership, Team
+from workbench.accounts.models import Invitation, Membership, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -20,3 +20,9 @@ class TeamAdmin(admin.ModelAdmin):
 class MembershipAdmin(admin.ModelAdmin):
     list_display = ["user", "team", "role"]
     list_filter = ["role", "team"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ["invitee", "team", "role", "status", "inviter", "created_at"]
+    list_filter = ["status", "role"]

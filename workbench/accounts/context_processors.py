@@ -1,6 +1,6 @@
-"""Template context for the team switcher in the navigation bar."""
+"""Template context for the team switcher and the pending invitations count in the navigation bar."""
 
-from workbench.accounts.selectors import teams_for_user
+from workbench.accounts.selectors import pending_invitations_for, teams_for_user
 
 
 def teams(request) -> dict:
@@ -11,4 +11,5 @@ def teams(request) -> dict:
         "current_team": getattr(request, "team", None),
         "current_role": getattr(request, "team_role", None),
         "user_teams": teams_for_user(user=user),
+        "pending_invitations": pending_invitations_for(user=user).count(),
     }

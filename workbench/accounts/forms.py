@@ -7,7 +7,7 @@ class TeamCreateForm(forms.Form):
     name = forms.CharField(max_length=100)
 
 
-class MembershipAddForm(forms.Form):
+class InvitationForm(forms.Form):
     username = forms.CharField(max_length=150)
     role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
 

@@ -1,4 +1,4 @@
-"""Team pages: list and create teams, manage members (admins), switch the current team."""
+"""Team pages: create teams, invite members (admins), answer invitations, switch the current team."""
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -10,8 +10,7 @@ from django.views.decorators.http import require_POST
 
 from workbench.accounts import selectors, services
 from workbench.accounts.access import get_scoped_or_404, role_at_least
-from workbench.accounts.forms import MembershipAddForm, MembershipRoleForm, TeamCreateForm
-from workbench.accounts.middleware import current_team_set
+from workbench.accounts.forms import InvitationForm, MembershipRoleForm, TeamCreateForm
 from workbench.accounts.models import Membership, Role, Team
 
 
@@ -29,11 +28,14 @@ def team_list(request):
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
-            current_team_set(request, team)
             messages.success(request, f"Team {team} created; you are its admin.")
             return redirect("accounts:team_detail", pk=team.pk)
-    memberships = selectors.memberships_for_user(user=request.user)
-    return render(request, "accounts/team_list.html", {"memberships": memberships, "form": form})
+    context = {
+        "memberships": selectors.memberships_for_user(user=request.user),
+        "invitations": selectors.pending_invitations_for(user=request.user),
+        "form": form,
+    }
+    return render(request, "accounts/team_list.html", context)
 
 
 def team_detail(request, pk: int):
@@ -44,21 +46,41 @@ def team_detail(request, pk: int):
         "role": role,
         "is_admin": role_at_least(role, Role.ADMIN),
         "memberships": selectors.team_memberships(team=team),
-        "add_form": MembershipAddForm(),
+        "invite_form": InvitationForm(),
         "roles": Role.choices,
     }
     return render(request, "accounts/team_detail.html", context)
 
 
 @require_POST
-def membership_add(request, pk: int):
+def invitation_create(request, pk: int):
     team = get_scoped_or_404(Team, request.user, pk, min_role=Role.ADMIN)
-    form = MembershipAddForm(request.POST)
-    if form.is_valid():
-        _run_service(request, services.membership_add, actor=request.user, team=team, **form.cleaned_data)
-    else:
+    form = InvitationForm(request.POST)
+    if not form.is_valid():
         messages.error(request, "Give a username and a role.")
+        return redirect("accounts:team_detail", pk=team.pk)
+    services.invitation_create(actor=request.user, team=team, **form.cleaned_data)
+    # The same answer whether or not the user exists: the page does not confirm usernames.
+    messages.info(
+        request,
+        f"If that user exists and is not in {team} yet, they are invited; they join when they accept.",
+    )
     return redirect("accounts:team_detail", pk=team.pk)
+
+
+@require_POST
+def invitation_accept(request, pk: int):
+    membership = services.invitation_accept(user=request.user, invitation_id=pk)
+    role = membership.get_role_display().lower()
+    messages.success(request, f"You joined {membership.team} as {role}; switch to it from the team menu.")
+    return redirect("accounts:team_list")
+
+
+@require_POST
+def invitation_decline(request, pk: int):
+    services.invitation_decline(user=request.user, invitation_id=pk)
+    messages.info(request, "Invitation declined.")
+    return redirect("accounts:team_list")
 
 
 @require_POST
@@ -88,7 +110,7 @@ def membership_remove(request, pk: int):
 @require_POST
 def team_switch(request):
     team = get_scoped_or_404(Team, request.user, request.POST.get("team"))
-    current_team_set(request, team)
+    services.current_team_choose(user=request.user, team=team)
     next_url = request.POST.get("next", "")
     if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}, request.is_secure()):
         next_url = reverse("home")

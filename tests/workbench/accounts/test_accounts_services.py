@@ -5,7 +5,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from workbench.accounts import services
 from workbench.accounts.models import Membership
-from workbench.accounts.selectors import role_for, teams_for_user
+from workbench.accounts.selectors import current_membership, role_for
 
 
 def test_team_create_makes_the_creator_its_admin(make_user):
@@ -15,32 +15,14 @@ def test_team_create_makes_the_creator_its_admin(make_user):
     assert role_for(user=user, team=team) == "admin"
 
 
+def test_team_create_makes_the_new_team_current_for_its_creator(member, team):
+    created = services.team_create(name="gamma", creator=member)
+    assert current_membership(user=member).team == created
+
+
 def test_team_create_refuses_a_duplicate_name(make_user, team):
     with pytest.raises(ValidationError):
         services.team_create(name=team.name, creator=make_user("dup"))
-
-
-def test_admin_adds_a_member_with_a_role(admin, team, make_user):
-    newcomer = make_user("newcomer")
-    services.membership_add(actor=admin, team=team, username="newcomer", role="viewer")
-    assert role_for(user=newcomer, team=team) == "viewer"
-    assert list(teams_for_user(user=newcomer)) == [team]
-
-
-def test_a_member_cannot_add_members(member, team, make_user):
-    make_user("newcomer")
-    with pytest.raises(PermissionDenied):
-        services.membership_add(actor=member, team=team, username="newcomer")
-
-
-def test_adding_an_unknown_user_is_a_validation_error(admin, team):
-    with pytest.raises(ValidationError):
-        services.membership_add(actor=admin, team=team, username="nobody")
-
-
-def test_adding_someone_twice_is_a_validation_error(admin, member, team):
-    with pytest.raises(ValidationError):
-        services.membership_add(actor=admin, team=team, username=member.username)
 
 
 def test_admin_changes_a_role(admin, member, team):

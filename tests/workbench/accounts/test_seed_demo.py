@@ -20,7 +20,8 @@ def test_seed_demo_creates_an_admin_demo_user_who_can_log_in(db, client):
     output = seed()
     assert "log in as demo / demo-workbench" in output
     assert Membership.objects.get(user__username="demo", team__name="Demo team").role == "admin"
-    assert client.login(username="demo", password="demo-workbench")
+    response = client.post("/login/", {"username": "demo", "password": "demo-workbench"})
+    assert response.status_code == 302 and response["Location"] == "/"
 
 
 def test_seed_demo_twice_creates_nothing_twice(db):

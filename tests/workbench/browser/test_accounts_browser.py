@@ -53,16 +53,28 @@ def test_another_teams_user_cannot_open_the_first_teams_pages(
     expect(page.locator("main")).not_to_contain_text(team.name)
 
 
-def test_admin_adds_a_member_in_the_team_page(page, login, admin, team, make_user, screenshot):
-    make_user("newcomer")
+def test_admin_invites_and_the_invitee_accepts_in_the_team_pages(
+    page, login, admin, team, make_user, screenshot
+):
+    newcomer = make_user("newcomer")
     login(admin)
     page.goto(f"/teams/{team.pk}/")
     page.get_by_label("Username").fill("newcomer")
-    page.locator("form[action$='/members/add/'] select[name=role]").select_option("viewer")
-    page.get_by_role("button", name="Add").click()
+    page.locator("form[action$='/invite/'] select[name=role]").select_option("viewer")
+    page.get_by_role("button", name="Invite").click()
+    expect(page.locator(".messages")).to_contain_text("they join when they accept")
+    expect(page.locator("#members")).not_to_contain_text("newcomer")
+    page.get_by_role("button", name="Log out").click()
+
+    login(newcomer)
+    expect(page.locator(".session .badge")).to_have_text("1")
+    page.locator(".session").get_by_role("link", name="Teams").click()
+    page.locator("#invitations").get_by_role("button", name="Accept").click()
+    expect(page.locator(".messages")).to_contain_text(f"You joined {team.name} as viewer")
+    assert Membership.objects.get(team=team, user=newcomer).role == "viewer"
+    page.goto(f"/teams/{team.pk}/")
     expect(page.locator("#members")).to_contain_text("newcomer")
     screenshot("team-members")
-    assert Membership.objects.get(team=team, user__username="newcomer").role == "viewer"
 
 
 @pytest.mark.services
