@@ -39,7 +39,8 @@ class ToolResult:
 class Turn:
     """A contiguous span of tokens with one role.
 
-    prompt: the rendered prompt; assistant: policy-sampled tokens (mask 1, with logprobs);
+    prompt: the rendered prompt; assistant: policy-sampled tokens (mask 1, with logprobs and, where the
+    backend reports them, `entropies`: each token's sampling-distribution entropy in nats);
     tool / glue: tool responses, limit notices and template text (mask 0).
     For environments, `state_hash` is the state an assistant turn acted from (GiGPO anchor state)
     and `state` / `env_reward` what the environment returned after it.
@@ -58,6 +59,7 @@ class Turn:
     env_reward: float | None = None
     advantage: float | None = None
     finish_reason: str | None = None
+    entropies: list[float] | None = None
 
 
 @dataclass

@@ -28,12 +28,14 @@ class GenerationRequest:
 
 @dataclass
 class GenerationOutput:
-    """The ids exactly as sampled (the one completing a stop string included) and their logprobs."""
+    """The ids exactly as sampled (the one completing a stop string included), their logprobs and, from
+    backends that report it, the entropy (nats) of the distribution each was sampled from."""
 
     token_ids: list[int]
     logprobs: list[float]
     finish_reason: FinishReason
     stop_string: str | None = None
+    entropies: list[float] | None = None
 
 
 class GenerationBackend(ABC):

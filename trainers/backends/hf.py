@@ -119,6 +119,7 @@ class HFBackend(GenerationBackend):
         texts = self.token_text() if any(watchers) else None
         tokens: list[list[int]] = [[] for _ in requests]
         logps: list[list[float]] = [[] for _ in requests]
+        ents: list[list[float]] = [[] for _ in requests]
         results: list[GenerationOutput | None] = [None] * len(requests)
 
         plan = plan_prefill([r.prompt_ids for r in requests], self.prefix_cache, self.pad_id, self.device)
@@ -128,21 +129,23 @@ class HFBackend(GenerationBackend):
         active = list(range(len(requests)))  # request index of each batch row
         step = 0
         while True:
-            step_tokens, step_logps = sample_step(logits, params, seeds, step)
+            step_tokens, step_logps, step_ents = sample_step(logits, params, seeds, step)
             keep: list[int] = []
-            for row, (tok, lp) in enumerate(zip(step_tokens.tolist(), step_logps.tolist(), strict=True)):
+            drawn = zip(step_tokens.tolist(), step_logps.tolist(), step_ents.tolist(), strict=True)
+            for row, (tok, lp, ent) in enumerate(drawn):
                 i = active[row]
                 tokens[i].append(tok)
                 logps[i].append(lp)
+                ents[i].append(ent)
                 watcher = watchers[i]
                 # ids past the tokenizer (vocabularies padded for speed) decode to nothing
                 stop = watcher.push(texts[tok] if tok < len(texts) else "") if watcher and texts else None
                 if stop is not None:
-                    results[i] = GenerationOutput(tokens[i], logps[i], "stop", stop)
+                    results[i] = GenerationOutput(tokens[i], logps[i], "stop", stop, ents[i])
                 elif tok in self.eos_ids:
-                    results[i] = GenerationOutput(tokens[i], logps[i], "eos")
+                    results[i] = GenerationOutput(tokens[i], logps[i], "eos", entropies=ents[i])
                 elif len(tokens[i]) >= requests[i].max_new_tokens:
-                    results[i] = GenerationOutput(tokens[i], logps[i], "length")
+                    results[i] = GenerationOutput(tokens[i], logps[i], "length", entropies=ents[i])
                 else:
                     keep.append(row)
                     continue

@@ -1,8 +1,10 @@
-"""One sampling step: temperature, top-k and top-p, returning the logprob of each sampled token.
+"""One sampling step: temperature, top-k and top-p, returning the logprob of each sampled token and
+the entropy of the distribution it was drawn from.
 
 The logprob is the log-softmax of the processed distribution actually sampled from (logits / T, then
 top-k and top-p masking). With T = 1, top_k = 0 and top_p = 1 that is the model's own log-softmax, so
-a plain forward pass reproduces it. Greedy decoding (T = 0) reports the unprocessed log-softmax.
+a plain forward pass reproduces it. Greedy decoding (T = 0) reports the unprocessed log-softmax. The
+entropy (nats) is that same processed distribution's, masked tokens contributing nothing.
 
 Sampling is Gumbel-max with counter-based noise: the noise of a row depends only on its own seed,
 its step and the token id (a splitmix64 hash), so a seeded request samples the same tokens whatever
@@ -10,6 +12,8 @@ else shares its batch. That keeps overlapped rollouts, whose batches form by tim
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 
@@ -34,16 +38,24 @@ def processed_logprobs(logits: torch.Tensor, params: SamplingParams) -> torch.Te
     return torch.log_softmax(logits, dim=-1)
 
 
-def sample_step(
-    logits: torch.Tensor, params: SamplingParams, seeds: torch.Tensor, step: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sampled token ids [batch] and their logprobs [batch]; `seeds` [batch] int64, one per row."""
+class Sampled(NamedTuple):
+    """One step's draw, each [batch]: the token ids, their logprobs and the entropy they came from."""
+
+    tokens: torch.Tensor
+    logprobs: torch.Tensor
+    entropies: torch.Tensor
+
+
+def sample_step(logits: torch.Tensor, params: SamplingParams, seeds: torch.Tensor, step: int) -> Sampled:
+    """Sample one token per row; `seeds` [batch] int64, one per row."""
     logprobs = processed_logprobs(logits, params)
     if params.temperature == 0:
         tokens = torch.argmax(logprobs, dim=-1)
     else:
         tokens = torch.argmax(logprobs + gumbel_noise(seeds, step, logprobs.shape[-1]), dim=-1)
-    return tokens, logprobs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    # entr(p) = -p log p, 0 at p = 0: a masked token's -inf logprob adds nothing instead of nan
+    entropies = torch.special.entr(logprobs.exp()).sum(-1)
+    return Sampled(tokens, logprobs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1), entropies)
 
 
 _M1, _M2 = -4658895280553007687, -7723592293110705685  # splitmix64 multipliers as signed int64

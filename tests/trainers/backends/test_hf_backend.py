@@ -92,6 +92,20 @@ def test_logprobs_are_those_of_the_processed_distribution(backend):
     assert torch.isfinite(picked).all()  # every sampled token was inside the top 5
 
 
+def test_entropies_are_those_of_the_processed_distribution(backend):
+    """Each token's entropy is its sampling distribution's (top-k masked tokens add nothing, not nan)."""
+    params = SamplingParams(temperature=0.7, top_k=5, seed=1)
+    prompt = prompts(backend)[0]
+    out = backend.generate([GenerationRequest(prompt, 8, [], params)])[0]
+    with torch.no_grad():
+        logits = backend.model(torch.tensor([prompt + out.token_ids])).logits[0]
+    probs = processed_logprobs(logits[len(prompt) - 1 : -1], params).exp()
+    expected = -(probs * probs.clamp(min=1e-30).log()).sum(-1)
+    assert out.entropies is not None and len(out.entropies) == len(out.token_ids)
+    assert torch.allclose(torch.tensor(out.entropies), expected, rtol=1e-4, atol=1e-5)
+    assert all(0.0 <= e <= math.log(5) + 1e-5 for e in out.entropies)  # at most uniform over the top 5
+
+
 def test_top_p_keeps_the_smallest_set_reaching_p():
     # softmax([2, 1, 0, -1]) = [0.644, 0.237, 0.087, 0.032]; mass before the third token is 0.881 >= 0.7
     logprobs = processed_logprobs(torch.tensor([[2.0, 1.0, 0.0, -1.0]]), SamplingParams(top_p=0.7))
@@ -148,7 +162,7 @@ def test_a_seeded_row_samples_the_same_alone_and_in_any_batch(backend):
 
 def test_gumbel_max_samples_follow_the_softmax():
     logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]]).repeat(4000, 1)
-    tokens, _ = sample_step(logits, SamplingParams(), torch.arange(4000), step=0)
+    tokens = sample_step(logits, SamplingParams(), torch.arange(4000), step=0).tokens
     freq = torch.bincount(tokens, minlength=4).float() / 4000
     # softmax([2, 1, 0, -1]) = [0.644, 0.237, 0.087, 0.032]
     assert torch.allclose(freq, torch.softmax(logits[0], dim=-1), atol=0.025)

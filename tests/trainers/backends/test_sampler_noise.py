@@ -49,14 +49,14 @@ def test_a_far_lower_logit_never_wins_on_that_draw():
     logits[0, 0] = 50.0
     # log-softmax: token 0 ~ 0, token 53 ~ -100; noise is within [-2.85, 16.64], so token 0 wins
     # (with the old +inf noise at token 53, token 53 won)
-    tokens, logprobs = sample_step(logits, SamplingParams(), torch.tensor([SEED_AT_53]), step=0)
+    tokens, logprobs, _ = sample_step(logits, SamplingParams(), torch.tensor([SEED_AT_53]), step=0)
     assert tokens.tolist() == [0] and logprobs.item() > -1e-6
 
 
 def test_a_top_k_excluded_token_is_not_sampled_on_that_draw():
     logits = torch.zeros(1, 64)
     logits[0, 53] = -1.0  # the lowest, so top_k = 63 masks it to -inf
-    tokens, logprobs = sample_step(logits, SamplingParams(top_k=63), torch.tensor([SEED_AT_53]), step=0)
+    tokens, logprobs, _ = sample_step(logits, SamplingParams(top_k=63), torch.tensor([SEED_AT_53]), step=0)
     # 63 equal tokens remain: logprob -log(63)
     assert tokens.item() != 53 and logprobs.item() == pytest.approx(-math.log(63), rel=1e-5)
 
@@ -76,7 +76,7 @@ def test_a_million_draws_follow_the_masked_distribution_and_skip_excluded_tokens
     logits = torch.tensor(weights).log().expand(chunk, -1)
     counts = torch.zeros(8, dtype=torch.int64)
     for start in range(first, first + n, chunk):
-        tokens, logprobs = sample_step(logits, params, torch.arange(start, start + chunk), step=0)
+        tokens, logprobs, _ = sample_step(logits, params, torch.arange(start, start + chunk), step=0)
         counts += torch.bincount(tokens, minlength=8)
         expected_lp = torch.tensor(kept).log()[tokens.clamp(max=4)]  # an excluded token's -inf fails
         assert torch.allclose(logprobs, expected_lp, atol=1e-5)

@@ -13,7 +13,7 @@ from trainers.parsing.response import ParsedResponse
 from trainers.rollout.engine import RolloutEngine
 from trainers.rollout.limits import RolloutLimits
 from trainers.templates.qwen_tool import QwenToolTemplate
-from trainers.trajectory import ToolCall
+from trainers.trajectory import ToolCall, Trajectory
 
 
 class RecordingBackend(HFBackend):
@@ -73,6 +73,28 @@ def test_forward_pass_reproduces_sampling_logprobs(rollout):
                 recomputed = logprobs[positions, torch.tensor(turn.token_ids)]
                 assert torch.allclose(recomputed, torch.tensor(turn.logprobs), atol=1e-4)
             start += len(turn.token_ids)
+
+
+def test_each_policy_token_keeps_the_entropy_of_the_distribution_it_was_sampled_from(rollout):
+    """T = 1 and no top-k / top-p: the sampled distribution is the model's own softmax, so a forward pass
+    over the stored ids gives each token's entropy back; a Trajectory round trip keeps it."""
+    backend, trajs = rollout
+    for traj in trajs:
+        ids = torch.tensor([traj.token_ids])
+        with torch.no_grad():
+            logprobs = torch.log_softmax(backend.model(ids).logits.float(), dim=-1)[0]
+        entropies = -(logprobs.exp() * logprobs).sum(-1)
+        start = 0
+        for turn in traj.turns:
+            if turn.role == "assistant":
+                assert turn.entropies is not None and len(turn.entropies) == len(turn.token_ids)
+                positions = torch.arange(start - 1, start - 1 + len(turn.token_ids))
+                stored = torch.tensor(turn.entropies)
+                assert torch.allclose(entropies[positions], stored, rtol=1e-4, atol=1e-5)
+            else:
+                assert turn.entropies is None
+            start += len(turn.token_ids)
+        assert Trajectory.from_json(traj.to_json()).turns[1].entropies == traj.turns[1].entropies
 
 
 def test_stored_ids_are_the_sampled_ids_and_each_turn_resumes_from_the_stored_context(rollout):
