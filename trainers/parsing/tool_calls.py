@@ -7,10 +7,31 @@ rollout can answer it with an error observation and count it as a failed call.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from trainers.parsing.json_limits import MAX_JSON_DEPTH, too_deep
 from trainers.trajectory import ToolCall
+
+UNKNOWN_TOOL = "unknown tool"
+# The first "name": "<string>" member of a block, read even where the JSON around it is broken.
+_NAME_MEMBER = re.compile(r'"name"\s*:\s*("(?:[^"\\\n]|\\.){1,128}")')
+
+
+def called_name(call: ToolCall) -> str:
+    """The tool a call names: its parsed name, else the first `"name": "..."` in its malformed block,
+    else UNKNOWN_TOOL; for showing the call's result, never for running it."""
+    if call.name:
+        return call.name
+    match = _NAME_MEMBER.search(call.raw)
+    if match is not None:
+        try:
+            name = json.loads(match.group(1))
+        except ValueError:  # a bad escape inside the string
+            return UNKNOWN_TOOL
+        if name.strip():
+            return name
+    return UNKNOWN_TOOL
 
 
 def tag_spans(text: str, open_tag: str, close_tag: str) -> list[tuple[str, bool]]:

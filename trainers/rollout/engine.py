@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from trainers.backends.base import GenerationBackend, GenerationRequest
 from trainers.backends.sampling import SamplingParams
+from trainers.parsing.tool_calls import called_name
 from trainers.rollout.caller_thread import run_with_caller_executor
 from trainers.rollout.limits import TOOL_LIMIT_NOTICE, RolloutLimits
 from trainers.rollout.observations import observation
@@ -190,6 +191,7 @@ class RolloutEngine:
             reasoning=parsed.reasoning,
             state_hash=state_hash,
             finish_reason=finish,
+            entropies=None if out.entropies is None else list(out.entropies),
         )
         traj.turns.append(turn)
         progress.context.extend(out.token_ids)
@@ -291,4 +293,4 @@ def with_listed_tools(specs: list[dict], row: dict) -> list[dict]:
 def limit_result(call: ToolCall, notice: bool) -> ToolResult:
     """A call past the budget C: not executed; under ZeroTIR's behaviour the model is shown the notice."""
     output = TOOL_LIMIT_NOTICE if notice else ""
-    return ToolResult(call.name, False, output, "tool call limit reached", 0.0, executed=False)
+    return ToolResult(called_name(call), False, output, "tool call limit reached", 0.0, executed=False)

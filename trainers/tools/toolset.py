@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trainers.parsing.tool_calls import called_name
 from trainers.tools.base import TOOLS, Tool
 from trainers.tools.environment import EnvironmentTool
 from trainers.trajectory import ToolCall, ToolResult
@@ -114,7 +115,7 @@ class Toolset:
         else:
             known = ", ".join(self.tools) or "none"
             message = f"unknown tool {call.name!r}; available tools: {known}"
-        return ToolResult(call.name, False, message, message, 0.0, executed=False)
+        return ToolResult(called_name(call), False, message, message, 0.0, executed=False)
 
     async def close(self) -> None:
         await asyncio.gather(*(tool.close() for tool in self.tools.values()))

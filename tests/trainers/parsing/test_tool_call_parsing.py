@@ -5,7 +5,7 @@ from __future__ import annotations
 from trainers.parsing.answers import extract_boxed, extract_tag
 from trainers.parsing.reasoning import extract_reasoning
 from trainers.parsing.tags import scan_tags
-from trainers.parsing.tool_calls import parse_tagged_calls
+from trainers.parsing.tool_calls import UNKNOWN_TOOL, called_name, parse_tagged_calls
 
 
 def test_one_json_object_is_one_call():
@@ -109,3 +109,16 @@ def test_nesting_too_deep_for_the_json_decoder_is_a_malformed_call_not_an_except
     deep_args = '{"name": "a", "arguments": "' + "[" * 100_000 + '"}'
     (call,) = parse_tagged_calls(f"<tool_call>{deep_args}</tool_call>")
     assert call.name == "a" and call.parse_error.startswith("'arguments' is not valid JSON")
+
+
+def test_called_name_reads_the_name_of_a_broken_block_or_says_unknown_tool():
+    blocks = [
+        '<tool_call>{"name": "search", "arguments": {"q": }}</tool_call>',
+        '<tool_call>{"arguments": {}, "name" : "calc\\u0075lator"</tool_call>',  # unclosed, escaped
+        "<tool_call>not json</tool_call>",
+        '<tool_call>{"name": "", "arguments": [}</tool_call>',
+        '<tool_call>{"name": "bad \\q escape", "arguments": [}</tool_call>',
+        '<tool_call>{"name": "python", "arguments": {"code": "1"}}</tool_call>',
+    ]
+    names = [called_name(call) for text in blocks for call in parse_tagged_calls(text)]
+    assert names == ["search", "calculator", UNKNOWN_TOOL, UNKNOWN_TOOL, UNKNOWN_TOOL, "python"]

@@ -147,6 +147,22 @@ def test_a_malformed_block_gets_its_own_error_and_the_valid_ones_still_run(scrip
     assert traj.num_failed_calls == 1 and traj.finish_reason == "answer"
 
 
+def test_a_malformed_blocks_response_names_the_tool_it_could_read_else_unknown_tool(scripted):
+    named = '<tool_call>\n{"name": "test_sleep", "arguments": {oops}}\n</tool_call>'
+    nameless = "<tool_call>\nnot json\n</tool_call>"
+    past_budget = '<tool_call>\n{"name": "calculator", "arguments": [}\n</tool_call>'
+    first = message(named, nameless, block("a"), past_budget)
+    traj = rollout(scripted(by_turn(first, "\\boxed{a}" + END)), limits=RolloutLimits(max_tool_calls=1))
+    results = traj.turns[1].tool_results
+    assert [(r.name, r.executed) for r in results] == [
+        ("test_sleep", False),
+        ("unknown tool", False),
+        ("test_sleep", True),
+        ("calculator", False),  # over the budget C: the limit result, named too
+    ]
+    assert traj.tool_calls[0].name == ""  # the call itself stays unparsed: nothing ran under that name
+
+
 def test_a_malformed_block_does_not_use_up_the_call_budget(scripted):
     bad = "<tool_call>\nnot json\n</tool_call>"
     traj = rollout(
