@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from django.http import JsonResponse, StreamingHttpResponse
 
 from . import selectors
+from .compare import run_ids_param
 from .models import MetricPoint, Run
 from .series import series_downsample, series_keys
 
@@ -100,7 +101,7 @@ def run_series(request, pk: int):
 
 def compare_series(request):
     """One key's curve for each compared run, aligned by step."""
-    runs = selectors.runs_for_compare(user=request.user, ids=request.GET.get("runs", ""))
+    runs = selectors.runs_for_compare(user=request.user, ids=run_ids_param(request.GET.getlist("runs")))
     key = request.GET.get("key", "")
     curves = []
     for run in runs:

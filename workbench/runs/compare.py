@@ -12,6 +12,19 @@ from .models import MetricPoint, MetricRollup, Run, TrajectoryRecord
 from .rollups import TOP_LEVEL
 
 SUMMARY_KEYS = ("reward/mean", "eval/accuracy")
+_MAX_ID_DIGITS = 18  # below 2**63: a longer number is no run id and must not reach the database
+
+
+def run_ids_param(values: list[str]) -> list[int]:
+    """Run ids from the `runs` query values: `?runs=3,5` (the shareable address) and `?runs=3&runs=5`
+    (what a form with one box per run submits) alike, mixed too; in first-mention order, once each."""
+    ids: list[int] = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if part.isascii() and part.isdigit() and len(part) <= _MAX_ID_DIGITS and int(part) not in ids:
+                ids.append(int(part))
+    return ids
 
 
 def _leaves(config: Any, prefix: str = "") -> dict[str, Any]:

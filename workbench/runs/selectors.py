@@ -142,9 +142,9 @@ def trajectory_group(*, run: Run, step: int, group_id: str) -> list[TrajectoryRe
     )
 
 
-def runs_for_compare(*, user, ids: str = "", tag: str = "", limit: int = 12) -> list[Run]:
-    """Runs named in `ids` ("3,5,8") and/or carrying `tag`, among those the user may see."""
-    wanted = [int(part) for part in ids.split(",") if part.strip().isdigit()]
+def runs_for_compare(*, user, ids: list[int] | None = None, tag: str = "", limit: int = 12) -> list[Run]:
+    """Runs named in `ids` and/or carrying `tag`, among those the user may see."""
+    wanted = ids or []
     qs = team_queryset(Run, user).select_related("created_by")
     if not wanted and not tag:
         return []

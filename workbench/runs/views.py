@@ -15,11 +15,13 @@ from workbench.accounts.models import Role
 from workbench.accounts.selectors import role_for
 
 from . import selectors, services
-from .compare import compare_summary, config_diff
+from .compare import compare_summary, config_diff, run_ids_param
 from .forms import RunForm, RunMetaForm, TrajectoryFilterForm, preset_choices
 from .models import RunStatus
 from .series import series_keys, series_keys_union
-from .tokens import turn_pieces
+from .tokens import SHADINGS, has_entropies, turn_pieces
+
+COMPARE_CHOICES = 50  # the newest runs the compare page's picker offers
 
 
 def run_list(request):
@@ -141,13 +143,15 @@ def trajectory_list(request, pk: int):
 def trajectory_detail(request, pk: int, tid: int):
     run = selectors.run_get(user=request.user, pk=pk)
     record = selectors.trajectory_get(run=run, pk=tid)
-    shade = request.GET.get("shade") == "logprob"
+    turns = record.data.get("turns", [])
+    shade = request.GET.get("shade") if request.GET.get("shade") in SHADINGS else ""
     context = {
         "run": run,
         "record": record,
         "data": record.data,
         "shade": shade,
-        "pieces": turn_pieces(run, record.data.get("turns", [])) if shade else None,
+        "pieces": turn_pieces(run, turns, by=shade) if shade else None,
+        "has_entropies": has_entropies(turns),
     }
     return render(request, "runs/trajectory.html", context)
 
@@ -167,7 +171,7 @@ def trajectory_group(request, pk: int, step: int, group: str):
 
 def run_compare(request):
     runs = selectors.runs_for_compare(
-        user=request.user, ids=request.GET.get("runs", ""), tag=request.GET.get("tag", "")
+        user=request.user, ids=run_ids_param(request.GET.getlist("runs")), tag=request.GET.get("tag", "")
     )
     keys = series_keys_union(runs=runs)
     context = {
@@ -179,6 +183,7 @@ def run_compare(request):
         "summary": compare_summary(runs),
         "run_ids": ",".join(str(run.pk) for run in runs),
         "group": request.GET.get("group", ""),
+        "choices": selectors.run_list(user=request.user, team=request.team)[:COMPARE_CHOICES],
         "same_prompt": selectors.trajectories_same_prompt(runs=runs, group_id=request.GET["group"])
         if request.GET.get("group")
         else [],

@@ -57,7 +57,7 @@ def test_launch_watch_inspect_cancel_compare(page, login, member, team, celery_w
     expect(page.locator("#run-status")).to_have_attribute("data-status", "cancelled", timeout=60_000)
 
     page.goto("/runs/")
-    for box in page.locator("#run-list input[name=run]").all():
+    for box in page.locator("#run-list input[name=runs]").all():
         box.check()
     page.get_by_role("button", name="Compare selected").click()
     expect(page.locator("#compare-chart .main-svg").first).to_be_visible()

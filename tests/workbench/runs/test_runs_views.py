@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -9,6 +10,7 @@ from django import forms
 from django.urls import reverse
 
 from trainers.config import PRESETS, RunConfig, preset_config
+from trainers.trajectory import ToolCall
 from workbench.runs.config_form import flatten, schema_fields
 from workbench.runs.ingest import metrics_ingest, trajectories_ingest
 from workbench.runs.models import Run
@@ -261,3 +263,97 @@ def test_every_preset_round_trips_through_the_generated_form(
     assert {k: v for k, v in stored.items() if k not in ("name", "output_dir")} == {
         k: v for k, v in config.items() if k not in ("name", "output_dir")
     }
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "runs={a},{b}",  # the shareable address
+        "runs={a}&runs={b}",  # what a form with one box per run submits
+        "runs=&runs={a}&runs={b},{a}",  # an empty hidden field, then mixed forms, a repeat
+        "runs={a}&runs=%C2%B2&runs=99999999999999999999999&runs=x&runs={b}",  # junk is skipped, not a 500
+    ],
+)
+def test_compare_reads_both_query_forms(client_for, member, run, team, snapshot, query):
+    other = Run.objects.create(team=team, created_by=member, name="other", config=snapshot)
+    metrics_ingest(run_id=run.pk, points=[(0, "reward/mean", 0.1)])
+    metrics_ingest(run_id=other.pk, points=[(0, "reward/mean", 0.2)])
+    client = client_for(member)
+    params = query.format(a=run.pk, b=other.pk)
+    page = client.get(reverse("runs:compare") + "?" + params)
+    assert [r.pk for r in page.context["runs"]] == [run.pk, other.pk]
+    curves = client.get(reverse("runs:compare_series") + f"?{params}&key=reward/mean").json()["runs"]
+    assert [(c["id"], c["y"]) for c in curves] == [(run.pk, [0.1]), (other.pk, [0.2])]
+
+
+def test_compare_picker_offers_the_teams_runs_and_submits_one_field_per_run(
+    client_for, member, run, team, snapshot, other_run
+):
+    other = Run.objects.create(team=team, created_by=member, name="other", config=snapshot)
+    body = client_for(member).get(reverse("runs:compare") + f"?runs={run.pk}").content.decode()
+    picker = body.split('id="run-picker"')[1].split("</details>")[0]
+    assert f'name="runs" value="{run.pk}" checked' in picker
+    assert f'name="runs" value="{other.pk}" >' in picker
+    assert other_run.name not in picker  # another team's run is not offered
+
+
+def _shaded_trajectory(run, make_trajectory, tmp_path, *, entropies):
+    """A stored trajectory whose last turn is "<b>bold</b>" in the run's own tokenizer, with logprobs."""
+    from trainers.models.tiny import build_tokenizer
+
+    tokenizer = build_tokenizer(["The answer is 4.", "<b>bold</b>"] * 50, vocab_size=300)
+    tokenizer.save_pretrained(tmp_path)
+    run.config = {**run.config, "model": {**run.config["model"], "path": str(tmp_path)}}
+    run.save()
+    traj = make_trajectory("g0", 0)
+    ids = tokenizer.encode("<b>bold</b>", add_special_tokens=False)
+    turn = traj.turns[3]
+    turn.text, turn.token_ids, turn.loss_mask = "<b>bold</b>", ids, [1] * len(ids)
+    turn.logprobs = [-0.1] * len(ids)
+    turn.entropies = entropies(len(ids))
+    trajectories_ingest(run_id=run.pk, batches={1: [traj]})
+    return reverse("runs:trajectory", args=[run.pk, run.trajectories.get().pk]), len(ids)
+
+
+def test_inspector_shades_tokens_by_their_stored_entropy(client_for, member, run, make_trajectory, tmp_path):
+    url, n = _shaded_trajectory(
+        run, make_trajectory, tmp_path, entropies=lambda n: [0.0, 2.0, 9.0] + [1.0] * (n - 3)
+    )
+    client = client_for(member)
+    body = client.get(url + "?shade=entropy").content.decode()
+    assert '<pre class="text tokens by-entropy">' in body
+    spans = body.split('<pre class="text tokens by-entropy">')[1].split("</pre>")[0].split("<span ")[1:]
+    assert len(spans) == n
+    # 0 nats: no shade; 2 of the 4-nat scale: half; 9 nats: the darkest
+    assert [span.split('"')[1] for span in spans[:3]] == ["shade-0", "shade-5", "shade-10"]
+    assert 'title="logprob -0.100 · entropy 9.000 nats"' in body
+    assert "<b>" not in body and " style=" not in body  # text stays text; shades are classes
+    by_prob = client.get(url + "?shade=logprob").content.decode()
+    assert '<pre class="text tokens by-logprob">' in by_prob
+    assert by_prob.count('class="shade-1"') == n  # p = exp(-0.1) = 0.905: 1 - p rounds to 1 of 10
+    assert 'href="?shade=entropy">by entropy</a>' in by_prob
+
+
+def test_inspector_says_when_a_trajectory_has_no_entropies(
+    client_for, member, run, make_trajectory, tmp_path
+):
+    url, _ = _shaded_trajectory(run, make_trajectory, tmp_path, entropies=lambda n: None)
+    body = client_for(member).get(url + "?shade=entropy").content.decode()
+    assert "stored without per-token entropies" in body
+
+
+def test_inspector_names_a_malformed_calls_tool_and_prints_its_error_once(
+    client_for, member, run, make_trajectory
+):
+    from trainers.workbench_api import Toolset
+
+    traj = make_trajectory("g0", 0)
+    broken = '{"name": "calculator", "arguments": {2+2}}'
+    call = ToolCall("", {}, broken, "invalid JSON: Expecting property name (line 1, column 37)")
+    traj.turns[1].tool_calls = [call]
+    traj.turns[2].tool_results = asyncio.run(Toolset.build(["calculator"]).call_many([call]))
+    trajectories_ingest(run_id=run.pk, batches={1: [traj]})
+    url = reverse("runs:trajectory", args=[run.pk, run.trajectories.get().pk])
+    body = client_for(member).get(url).content.decode()
+    assert "response from</span> <code>calculator</code>" in body
+    assert body.count("malformed tool call: invalid JSON") == 1
