@@ -15,6 +15,7 @@ def favicon(request):
 
 urlpatterns = [
     path("favicon.ico", favicon),
+    path("", include("workbench.home.urls")),
     path("", include("workbench.accounts.urls")),
     path("", include("workbench.jobs.urls")),
     path("catalog/", include("workbench.catalog.urls")),

@@ -15,7 +15,6 @@ team_patterns = [
 ]
 
 urlpatterns = [
-    path("", views.home, name="home"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("teams/", include((team_patterns, "accounts"))),

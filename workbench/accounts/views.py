@@ -14,12 +14,6 @@ from workbench.accounts.forms import InvitationForm, MembershipRoleForm, TeamCre
 from workbench.accounts.models import Membership, Role, Team
 
 
-def home(request):
-    return render(
-        request, "accounts/home.html", {"memberships": selectors.memberships_for_user(user=request.user)}
-    )
-
-
 def team_list(request):
     form = TeamCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():

@@ -6,10 +6,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, OuterRef, Q, Subquery, Sum
 
-from .models import MetricPoint, MetricRollup, Run, TrajectoryRecord
-from .rollups import TOP_LEVEL
+from .models import MetricPoint, Run, TrajectoryRecord
+from .rollups import series_maxima
 
 SUMMARY_KEYS = ("reward/mean", "eval/accuracy")
 _MAX_ID_DIGITS = 18  # below 2**63: a longer number is no run id and must not reach the database
@@ -69,15 +69,8 @@ def _finals(run_ids: list[int]) -> dict[tuple[int, str], float]:
 
 
 def _bests(run_ids: list[int]) -> dict[tuple[int, str], float]:
-    """(run id, key) -> the maximum over the whole run, read from the top of the rollup pyramid (a few
-    rows per run), for every run in one query."""
-    rows = (
-        MetricRollup.objects.filter(run_id__in=run_ids, key__in=SUMMARY_KEYS, level=TOP_LEVEL)
-        .values("run_id", "key")
-        .annotate(best=Max("max_value"))
-        .order_by()
-    )
-    return {(row["run_id"], row["key"]): row["best"] for row in rows}
+    """(run id, key) -> the maximum over the whole run, for every run in one query."""
+    return {ident: value for ident, (value, _) in series_maxima(run_ids=run_ids, keys=SUMMARY_KEYS).items()}
 
 
 def _tool_calls_per_solved(run_ids: list[int]) -> dict[int, float]:

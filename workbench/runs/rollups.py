@@ -99,3 +99,17 @@ def rollups_rebuild(*, run_id: int, chunk_steps: int = FACTOR**7) -> None:
     keys = list(MetricPoint.objects.filter(run_id=run_id).values_list("key", flat=True).distinct())
     for lo in range(first - first % chunk_steps, last + 1, chunk_steps):
         rollups_refresh(run_id=run_id, keys=keys, step_lo=lo, step_hi=min(lo + chunk_steps - 1, last))
+
+
+def series_maxima(*, run_ids: list[int], keys: Iterable[str]) -> dict[tuple[int, str], tuple[float, int]]:
+    """(run id, key) -> (maximum over the whole run, the first step where it occurred), read from the top
+    of the pyramid (a few rows per run and key) for every run in one query; series never logged are absent."""
+    rows = MetricRollup.objects.filter(run_id__in=run_ids, key__in=list(keys), level=TOP_LEVEL).values_list(
+        "run_id", "key", "max_value", "max_step"
+    )
+    best: dict[tuple[int, str], tuple[float, int]] = {}
+    for run_id, key, value, step in rows:
+        current = best.get((run_id, key))
+        if current is None or (value, -step) > (current[0], -current[1]):
+            best[(run_id, key)] = (value, step)
+    return best
