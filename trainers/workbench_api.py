@@ -27,6 +27,9 @@ Sandbox
     SandboxError (the sandbox failed or refused to start), sandbox_probe() (the isolation a pool
     started by this process gets: mode "root" | "userns" | "none" | "refused"), sandbox_insecure_allowed()
     (the operator set WORKBENCH_SANDBOX_INSECURE), SANDBOX_INSECURE_ENV (that variable's name).
+Outbound requests
+    EgressPolicy (public addresses plus the operator's allowlist), egress_policy(policy) (requests
+    started in that context use it), EGRESS_ERROR (the one message of every refused or failed request).
 Tokenizers
     load_tokenizer(path): a local tokenizer directory, exactly as trained.
     build_tiny_tokenizer(): the bundled tiny model's tokenizer (trains a small BPE: seconds).
@@ -39,6 +42,7 @@ from typing import Any
 from trainers.config import PRESETS, ConfigError, RunConfig, preset_config, validate_config
 from trainers.metrics.echo_trap import EchoTrapConfig, EchoTrapDetector
 from trainers.models.loading import load_tokenizer
+from trainers.net import EGRESS_ERROR, EgressPolicy, egress_policy
 from trainers.rewards import REWARDS, RewardDefinition, describe_components, score_text
 from trainers.rewards.schedules import Schedule
 from trainers.sandbox.pool import INSECURE_ENV as SANDBOX_INSECURE_ENV
@@ -65,8 +69,10 @@ __all__ = [
     "TEMPLATES",
     "TOOLS",
     "ConfigError",
+    "EGRESS_ERROR",
     "EchoTrapConfig",
     "EchoTrapDetector",
+    "EgressPolicy",
     "RewardDefinition",
     "RunConfig",
     "RunResult",
@@ -79,6 +85,7 @@ __all__ = [
     "Trajectory",
     "build_tiny_tokenizer",
     "describe_components",
+    "egress_policy",
     "load_tokenizer",
     "preset_config",
     "run_config",

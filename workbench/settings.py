@@ -174,6 +174,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 DATASET_MAX_UPLOAD_BYTES = int(os.environ.get("DATASET_MAX_UPLOAD_BYTES", str(256 * 1024 * 1024)))
 FILE_UPLOAD_TEMP_DIR = os.environ.get("DJANGO_FILE_UPLOAD_TEMP_DIR") or None
 
+# Internal hosts that HTTP tools and SandboxFusion may reach ("sandbox.internal:8080,10.0.0.5"): the web
+# process's "try it" reads this setting, workers read the same variable; public addresses need no entry.
+WORKBENCH_EGRESS_ALLOW = env_list("WORKBENCH_EGRESS_ALLOW", "")
+
 # Celery. REDIS_URL selects Redis for broker and results; otherwise the filesystem transport.
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:

@@ -8,6 +8,7 @@ import threading
 from abc import ABC, abstractmethod
 from typing import Any
 
+from trainers.net.policy import EGRESS_ERROR
 from trainers.registry import Registry
 from trainers.sandbox.limits import SandboxLimits, SandboxResult
 from trainers.sandbox.pool import WorkerPool
@@ -61,7 +62,11 @@ class LocalSandbox(Sandbox):
 
 @SANDBOXES.register("sandboxfusion")
 class SandboxFusion(Sandbox):
-    """A SandboxFusion service (`POST {url}/run_code`), for teams that already run one (ToRL's choice)."""
+    """A SandboxFusion service (`POST {url}/run_code`), for teams that already run one (ToRL's choice).
+
+    The request goes through the egress guard: a service on an internal host is reachable only once the
+    operator allowlists it in WORKBENCH_EGRESS_ALLOW (a run config cannot).
+    """
 
     def __init__(self, limits: SandboxLimits | dict[str, Any] | None = None, *, url: str) -> None:
         super().__init__(limits)
@@ -70,15 +75,25 @@ class SandboxFusion(Sandbox):
     async def run(self, code: str) -> SandboxResult:
         import httpx
 
+        from trainers.net.guard import guarded_client
+
         payload = {"code": code, "language": "python", "run_timeout": self.limits.wall_s}
         try:
-            async with httpx.AsyncClient(timeout=self.limits.wall_s + 5.0) as client:
+            async with guarded_client(timeout=self.limits.wall_s + 5.0) as client:
                 response = await client.post(f"{self.url}/run_code", json=payload)
-                response.raise_for_status()
-                body = response.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            return SandboxResult("error", "", "", f"SandboxError: {type(exc).__name__}: {exc}", 0.0)
+        except httpx.HTTPError:  # refused by the egress policy or unreachable: one message for both
+            return _service_error(EGRESS_ERROR)
+        if not response.is_success:
+            return _service_error(f"HTTP {response.status_code}")
+        try:
+            body = response.json()
+        except ValueError:
+            return _service_error("the service did not answer JSON")
         return _from_fusion(body, self.limits.max_output_bytes)
+
+
+def _service_error(reason: str) -> SandboxResult:
+    return SandboxResult("error", "", "", f"SandboxError: {reason}", 0.0)
 
 
 def _from_fusion(body: dict[str, Any], cap: int) -> SandboxResult:

@@ -1,4 +1,8 @@
-"""A team's own tool behind an HTTP endpoint: arguments are POSTed as JSON; the body is the observation."""
+"""A team's own tool behind an HTTP endpoint: arguments are POSTed as JSON; the body is the observation.
+
+Requests go through the egress guard (trainers/net): internal addresses only when the operator allowlists
+them, no redirects, and one error text for every failure to reach the endpoint.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import ssl
 from functools import cache
 from typing import Any
 
+from trainers.net.policy import EGRESS_ERROR
 from trainers.tools.base import TOOLS, Tool, ToolOutput
 
 
@@ -38,18 +43,18 @@ class HttpTool(Tool):
     async def run(self, arguments: dict[str, Any]) -> ToolOutput:
         import httpx
 
+        from trainers.net.guard import guarded_client
+
         if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=self.timeout_s, headers=self.headers, verify=_ssl_context()
-            )
+            # Resolving and connecting get half the call's time, so a host that never answers the
+            # connection fails with the same error as a refused one, before the call's own timeout names
+            # a timeout; waiting for the reply is bounded by that call timeout alone.
+            timeout = httpx.Timeout(self.timeout_s, connect=self.timeout_s / 2, read=None)
+            self._client = guarded_client(timeout=timeout, headers=self.headers, verify=_ssl_context())
         try:
             response = await self._client.post(self.url, json=arguments)
-        except httpx.TimeoutException:
-            return ToolOutput(
-                False, "", f"{self.name}: the endpoint did not answer within {self.timeout_s:g}s"
-            )
-        except httpx.HTTPError as exc:
-            return ToolOutput(False, "", f"{self.name}: request failed: {type(exc).__name__}: {exc}")
+        except httpx.HTTPError:  # refused, unresolvable, unreachable, broken: the same words for all
+            return ToolOutput(False, "", f"{self.name}: {EGRESS_ERROR}")
         body = _body_text(response)[: self.max_chars]
         if response.is_success:
             return ToolOutput(True, body)

@@ -7,9 +7,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from trainers.workbench_api import TOOLS, SandboxError, Toolset
+from trainers.workbench_api import TOOLS, EgressPolicy, SandboxError, Toolset, egress_policy
 from workbench.accounts.models import Team
 from workbench.catalog.services import catalog_item_create, catalog_version_create
 from workbench.toolschemas.models import Implementation, ToolSchema, ToolSchemaVersion
@@ -107,7 +108,8 @@ class TryResult:
 
 
 def tool_schema_try(*, version: ToolSchemaVersion, arguments_text: str) -> TryResult:
-    """Validate the arguments against the schema, then run the bound tool (python runs in the sandbox)."""
+    """Validate the arguments against the schema, then run the bound tool (python runs in the sandbox;
+    an HTTP endpoint is reached only within the operator's WORKBENCH_EGRESS_ALLOW setting)."""
     try:
         arguments = json.loads(arguments_text)
     except json.JSONDecodeError as exc:
@@ -118,7 +120,8 @@ def tool_schema_try(*, version: ToolSchemaVersion, arguments_text: str) -> TryRe
     if error is not None:
         return TryResult(False, "", f"arguments do not match the schema: {error}")
     try:
-        result = asyncio.run(_invoke(version.binding(), arguments))
+        with egress_policy(EgressPolicy.parse(settings.WORKBENCH_EGRESS_ALLOW)):
+            result = asyncio.run(_invoke(version.binding(), arguments))
     except ValueError as exc:  # a binding the library refuses (bad config)
         return TryResult(False, "", str(exc))
     except SandboxError as exc:  # the sandbox refuses to start here (no isolation): say why, run nothing

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from trainers.net import ALLOW_ENV, EGRESS_ERROR
 from trainers.registry import RegistryError
 from trainers.sandbox import LocalSandbox, SandboxFusion, build_sandbox
 
@@ -67,11 +68,18 @@ class FusionHandler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def fusion_url() -> Iterator[str]:
+def fusion_server() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), FusionHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
+
+
+@pytest.fixture
+def fusion_url(fusion_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The service's URL, allowlisted by the operator as an internal SandboxFusion host is."""
+    monkeypatch.setenv(ALLOW_ENV, fusion_server.removeprefix("http://"))
+    return fusion_server
 
 
 def test_fusion_posts_code_and_language(fusion_url: str) -> None:
@@ -94,10 +102,21 @@ def test_fusion_time_limit_is_a_timeout(fusion_url: str) -> None:
     assert asyncio.run(SandboxFusion(url=fusion_url).run("while True: pass")).status == "timeout"
 
 
-def test_fusion_unreachable_service_is_an_error_not_a_crash() -> None:
+def test_fusion_unreachable_service_is_an_error_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ALLOW_ENV, "127.0.0.1:9")  # allowed: the closed port is what fails
     result = asyncio.run(SandboxFusion(url="http://127.0.0.1:9", limits={"wall_s": 1}).run("print(1)"))
-    assert result.status == "error"
-    assert result.error_line.startswith("SandboxError")
+    assert (result.status, result.error_line) == ("error", f"SandboxError: {EGRESS_ERROR}")
+
+
+def test_fusion_on_an_internal_host_needs_the_operator_allowlist(
+    fusion_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(ALLOW_ENV, raising=False)
+    sent = len(FusionHandler.requests)
+    result = asyncio.run(SandboxFusion(url=fusion_server).run("print('hi')"))
+    # Refused before connecting, in the same words as the closed port above.
+    assert (result.status, result.error_line) == ("error", f"SandboxError: {EGRESS_ERROR}")
+    assert len(FusionHandler.requests) == sent
 
 
 def test_build_sandbox_selects_backend_by_name(fusion_url: str) -> None:

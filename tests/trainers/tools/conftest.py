@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from trainers.net import ALLOW_ENV
+
 _barriers: dict[str, threading.Barrier] = {}
 _barriers_lock = threading.Lock()
 
@@ -50,8 +52,12 @@ class ToolEndpoint(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
+    """The server's URL; its loopback address:port is allowlisted (internal hosts are refused by default)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), ToolEndpoint)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
+    port = server.server_address[1]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ALLOW_ENV, f"127.0.0.1:{port}")
+        yield f"http://127.0.0.1:{port}"
     server.shutdown()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from trainers.net import ALLOW_ENV, EGRESS_ERROR
 from trainers.tools.http import HttpTool
 
 WEATHER_SCHEMA = {
@@ -63,7 +64,8 @@ def test_http_error_status_is_an_error_observation(endpoint: str) -> None:
     assert result.error.startswith("http: HTTP 500:")
 
 
-def test_unreachable_endpoint_is_an_error_observation() -> None:
+def test_unreachable_endpoint_is_an_error_observation(monkeypatch) -> None:
+    monkeypatch.setenv(ALLOW_ENV, "127.0.0.1:9")  # allowed, so the closed port itself is what fails
     result = asyncio.run(_call(HttpTool(url="http://127.0.0.1:9/tool", timeout_s=2), {}))
     assert not result.ok
-    assert "request failed: ConnectError" in result.error
+    assert result.error == f"http: {EGRESS_ERROR}"  # no exception name: failures must read alike

@@ -6,6 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from trainers.workbench_api import EGRESS_ERROR
 from workbench.catalog.services import version_diff
 from workbench.toolschemas import services
 from workbench.toolschemas.services import ToolSchemaContent
@@ -114,7 +115,10 @@ def test_try_runs_python_in_the_sandbox(team, member):
 class _Echo(BaseHTTPRequestHandler):
     """A team's endpoint: echoes the arguments doubled, or answers slowly for /slow."""
 
+    hits: list[str] = []
+
     def do_POST(self):
+        _Echo.hits.append(self.path)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if self.path == "/slow":
             time.sleep(1.0)  # the caller has given up by now: nothing to answer
@@ -131,12 +135,19 @@ class _Echo(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def endpoint():
+def unlisted_endpoint():
+    """A team's endpoint on loopback, which the operator has not allowlisted."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
+
+
+@pytest.fixture
+def endpoint(unlisted_endpoint, settings):
+    settings.WORKBENCH_EGRESS_ALLOW = [unlisted_endpoint.removeprefix("http://")]
+    return unlisted_endpoint
 
 
 def _http(url: str, timeout_s: float) -> ToolSchemaContent:
@@ -155,3 +166,21 @@ def test_try_reports_an_http_timeout(team, member, endpoint):
     version = services.tool_schema_create(team=team, user=member, name="d", content=content)
     result = services.tool_schema_try(version=version, arguments_text='{"n": 1}')
     assert (result.ok, result.error) == (False, "doubler timed out after 0.2s")
+
+
+def test_try_refuses_an_internal_endpoint_the_settings_do_not_allow(
+    team, member, unlisted_endpoint, settings, monkeypatch
+):
+    settings.WORKBENCH_EGRESS_ALLOW = []
+    # Workers read the variable; the web process follows its settings, which allow nothing here.
+    monkeypatch.setenv("WORKBENCH_EGRESS_ALLOW", unlisted_endpoint.removeprefix("http://"))
+    hits = len(_Echo.hits)
+    live = services.tool_schema_create(team=team, user=member, name="d", content=_http(unlisted_endpoint, 5))
+    refused = services.tool_schema_try(version=live, arguments_text='{"n": 1}')
+    assert (refused.ok, refused.error, len(_Echo.hits)) == (False, f"doubler: {EGRESS_ERROR}", hits)
+
+    settings.WORKBENCH_EGRESS_ALLOW = ["127.0.0.1:9"]  # allowed, but nothing listens: the same words
+    closed = services.tool_schema_create(
+        team=team, user=member, name="c", content=_http("http://127.0.0.1:9", 5)
+    )
+    assert services.tool_schema_try(version=closed, arguments_text='{"n": 1}').error == refused.error

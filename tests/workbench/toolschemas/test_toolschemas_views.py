@@ -1,7 +1,9 @@
 import json
+import socket
 
 import pytest
 
+from trainers.workbench_api import EGRESS_ERROR
 from workbench.toolschemas import services
 from workbench.toolschemas.models import ToolSchema, ToolSchemaVersion
 from workbench.toolschemas.services import ToolSchemaContent
@@ -69,6 +71,21 @@ def test_try_it_partial(client_for, member, calc):
     )
     body = response.content.decode()
     assert 'class="ok"' in body and "1024" in body
+
+
+def test_try_it_refuses_a_loopback_endpoint(client_for, team, member, settings):
+    settings.WORKBENCH_EGRESS_ALLOW = []
+    with socket.socket() as listener:  # a live port: a connection would wait in its accept queue
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+        content = ToolSchemaContent("doubler", "Doubles n.", {"type": "object"}, "http", url=url)
+        item = services.tool_schema_create(team=team, user=member, name="d", content=content).item
+        body = client_for(member).post(f"/tools/{item.pk}/v/1/try/", {"arguments": "{}"}).content.decode()
+        assert 'class="ok"' not in body and f"doubler: {EGRESS_ERROR}" in body
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
 
 
 def test_user_text_is_escaped_everywhere(client_for, team, member):

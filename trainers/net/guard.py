@@ -1,0 +1,127 @@
+"""An httpx transport that reaches only what the egress policy allows, at the address it checked.
+
+Each request's host is resolved once; the request is refused unless every address passes the policy,
+and is then sent to a checked address (the Host header and the TLS server name stay the original
+host's), so a DNS answer that changes between check and connect cannot move it. Redirect hops, when a
+client follows them, are new requests through the same check. Every refusal and every failure to reach
+the host raises EgressError with one message: the error text tells nothing about the network behind.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import ssl
+
+import anyio
+import anyio.to_thread
+import httpx
+
+from trainers.net.policy import EGRESS_ERROR, EgressPolicy, IPAddress, current_policy
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class EgressError(httpx.TransportError):
+    """Refused by policy, unresolvable, refused, timed out or broken: the same message for all."""
+
+    def __init__(self, request: httpx.Request) -> None:
+        super().__init__(EGRESS_ERROR, request=request)
+
+
+def resolve(host: str, port: int) -> list[IPAddress]:
+    """Every address `host` resolves to, in resolver order (an IP literal resolves to itself)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(ipaddress.ip_address(info[4][0]) for info in infos))
+
+
+class GuardedTransport(httpx.AsyncBaseTransport):
+    """Resolve, check every address, connect to a checked one; `policy` defaults to `current_policy()`."""
+
+    def __init__(self, policy: EgressPolicy | None = None, *, verify: ssl.SSLContext | bool = True) -> None:
+        self.policy = policy if policy is not None else current_policy()
+        self._verify = verify
+        self._pools: dict[tuple[str, str, int], httpx.AsyncHTTPTransport] = {}
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        host = request.url.raw_host.decode("ascii")  # IDNA-encoded: what DNS, SNI and the allowlist see
+        port = request.url.port or _DEFAULT_PORTS.get(request.url.scheme)
+        if port is None:
+            logger.warning("egress refused: scheme %r", request.url.scheme)
+            raise EgressError(request)
+        addresses = await self._resolve(request, host, port)
+        reason = self.policy.refusal(host, port, addresses)
+        if reason is not None:
+            logger.warning("egress refused: %s", reason)
+            raise EgressError(request)
+        return await self._send_to_first(request, host, addresses, port)
+
+    async def _resolve(self, request: httpx.Request, host: str, port: int) -> list[IPAddress]:
+        """Resolution counts against the connect timeout, as the connection it stands for would."""
+        timeout = request.extensions.get("timeout", {}).get("connect")
+        try:
+            with anyio.fail_after(timeout):
+                return await anyio.to_thread.run_sync(resolve, host, port, abandon_on_cancel=True)
+        except (OSError, TimeoutError, UnicodeError, ValueError) as exc:
+            logger.info("egress to %s:%s failed to resolve: %r", host, port, exc)
+            raise EgressError(request) from exc
+
+    async def _send_to_first(
+        self, request: httpx.Request, host: str, addresses: list[IPAddress], port: int
+    ) -> httpx.Response:
+        """The first checked address that accepts the connection gets the request (no retry after that)."""
+        failure: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._send(request, host, address, port)
+            except httpx.TransportError as exc:
+                failure = exc
+                if not isinstance(exc, httpx.ConnectError):
+                    break
+        logger.info("egress to %s:%s failed: %r", host, port, failure)
+        raise EgressError(request) from failure
+
+    async def _send(self, request: httpx.Request, host: str, address: IPAddress, port: int) -> httpx.Response:
+        extensions = dict(request.extensions)
+        if request.url.scheme == "https":
+            extensions["sni_hostname"] = host  # and the certificate is checked for this name
+        pinned = httpx.Request(
+            request.method,
+            request.url.copy_with(host=str(address)),
+            headers=request.headers,  # Host: still the original name (and port)
+            stream=request.stream,
+            extensions=extensions,
+        )
+        return await self._pool(request.url.scheme, host, port).handle_async_request(pinned)
+
+    def _pool(self, scheme: str, host: str, port: int) -> httpx.AsyncHTTPTransport:
+        """Connections are kept per original host: one host's TLS session never serves another name."""
+        key = (scheme, host, port)
+        if key not in self._pools:
+            self._pools[key] = httpx.AsyncHTTPTransport(verify=self._verify, trust_env=False)
+        return self._pools[key]
+
+    async def aclose(self) -> None:
+        for pool in self._pools.values():
+            await pool.aclose()
+        self._pools.clear()
+
+
+def guarded_client(
+    *,
+    timeout: httpx.Timeout | float | None,
+    headers: dict[str, str] | None = None,
+    verify: ssl.SSLContext | bool = True,
+) -> httpx.AsyncClient:
+    """An AsyncClient on GuardedTransport under the current policy. It follows no redirects and ignores
+    proxy variables from the environment (a proxy would connect on its behalf, unchecked)."""
+    return httpx.AsyncClient(
+        transport=GuardedTransport(verify=verify),
+        timeout=timeout,
+        headers=headers,
+        trust_env=False,
+        follow_redirects=False,
+    )
