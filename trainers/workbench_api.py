@@ -27,6 +27,7 @@ Sandbox
     SandboxError (the sandbox failed or refused to start), sandbox_probe() (the isolation a pool
     started by this process gets: mode "root" | "userns" | "none" | "refused"), sandbox_insecure_allowed()
     (the operator set WORKBENCH_SANDBOX_INSECURE), SANDBOX_INSECURE_ENV (that variable's name).
+    SandboxLimits: the per-call limits a python tool's `limits` config sets (defaults included).
 Outbound requests
     EgressPolicy (public addresses plus the operator's allowlist), egress_policy(policy) (requests
     started in that context use it), EGRESS_ERROR (the one message of every refused or failed request).
@@ -45,6 +46,7 @@ from trainers.models.loading import load_tokenizer
 from trainers.net import EGRESS_ERROR, EgressPolicy, egress_policy
 from trainers.rewards import REWARDS, RewardDefinition, describe_components, score_text
 from trainers.rewards.schedules import Schedule
+from trainers.sandbox.limits import SandboxLimits
 from trainers.sandbox.pool import INSECURE_ENV as SANDBOX_INSECURE_ENV
 from trainers.sandbox.pool import SandboxError
 from trainers.sandbox.pool import insecure_allowed as sandbox_insecure_allowed
@@ -78,6 +80,7 @@ __all__ = [
     "RunResult",
     "SANDBOX_INSECURE_ENV",
     "SandboxError",
+    "SandboxLimits",
     "Schedule",
     "Sink",
     "TemplateRenderError",

@@ -220,6 +220,20 @@ CELERY_WORKER_SEND_TASK_EVENTS = False
 WORKER_HEARTBEAT_INTERVAL = float(os.environ.get("WORKER_HEARTBEAT_INTERVAL", "5"))
 WORKER_HEARTBEAT_TTL = float(os.environ.get("WORKER_HEARTBEAT_TTL", "15"))
 
+# Operator bounds on runs launched from the workbench (workbench/runs/bounds.py: checked at launch and
+# again on the worker). Each setting is named after its variable; `python -m trainers` is not bounded.
+WORKBENCH_SANDBOX_MAX_WALL_S = float(os.environ.get("WORKBENCH_SANDBOX_MAX_WALL_S", "60"))
+WORKBENCH_SANDBOX_MAX_CPU_S = float(os.environ.get("WORKBENCH_SANDBOX_MAX_CPU_S", "60"))
+WORKBENCH_SANDBOX_MAX_MEMORY_MB = float(os.environ.get("WORKBENCH_SANDBOX_MAX_MEMORY_MB", "4096"))
+WORKBENCH_SANDBOX_MAX_SCRATCH_MB = float(os.environ.get("WORKBENCH_SANDBOX_MAX_SCRATCH_MB", "512"))
+WORKBENCH_SANDBOX_MAX_PROCESSES = float(os.environ.get("WORKBENCH_SANDBOX_MAX_PROCESSES", "64"))
+WORKBENCH_SANDBOX_MAX_OUTPUT_BYTES = float(os.environ.get("WORKBENCH_SANDBOX_MAX_OUTPUT_BYTES", "1048576"))
+WORKBENCH_SANDBOX_MAX_POOL_SIZE = float(os.environ.get("WORKBENCH_SANDBOX_MAX_POOL_SIZE", "8"))
+WORKBENCH_SANDBOX_ALLOW_NETWORK = env_bool("WORKBENCH_SANDBOX_ALLOW_NETWORK", default=False)
+WORKBENCH_MODEL_ROOTS = os.environ.get("WORKBENCH_MODEL_ROOTS", str(VAR_DIR / "models")).split(":")
+# Dataset files of the run's own team under MEDIA_ROOT are allowed besides these.
+WORKBENCH_DATA_ROOTS = os.environ.get("WORKBENCH_DATA_ROOTS", str(BASE_DIR / "trainers" / "data")).split(":")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -23,6 +23,7 @@ from django.utils import timezone
 from trainers.workbench_api import RunConfig, validate_config
 
 from .alerts import run_alerts_detect
+from .bounds import run_config_bound
 from .models import Run, RunStatus
 from .sink import DatabaseSink
 
@@ -157,13 +158,15 @@ def _export_rows(run: Run, directory: Path) -> dict[str, str]:
 
 
 def execution_config(run: Run) -> RunConfig:
-    """The snapshot plus what only the worker knows: its run directory and the exported data files."""
+    """The snapshot within the operator's bounds (checked again: the row may have been edited since it was
+    created), plus what only the worker knows: its run directory and the exported data files."""
+    config = run_config_bound(run.config, team_id=run.team_id)
     directory = run_dir(run)
     directory.mkdir(parents=True, exist_ok=True)
-    data = {**run.config.get("data", {}), **_export_rows(run, directory)}
+    data = {**config.get("data", {}), **_export_rows(run, directory)}
     if run.dataset_version_id is not None:
         data["prompt_key"] = "question"  # the export's own field name
-    return validate_config({**run.config, "name": run.name, "output_dir": str(directory), "data": data})
+    return validate_config({**config, "name": run.name, "output_dir": str(directory), "data": data})
 
 
 def resume_point(run: Run) -> str | None:

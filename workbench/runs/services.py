@@ -19,6 +19,7 @@ from workbench.accounts.access import require_role, team_id_of
 from workbench.accounts.models import Role
 from workbench.jobs.queues import QUEUE_NAMES
 
+from .bounds import OutOfBounds, run_config_bound
 from .models import Run, RunStatus, Tag
 
 
@@ -52,6 +53,14 @@ def run_config_validate(config: Any) -> dict[str, Any]:
         raise ValidationError(errors) from None
 
 
+def run_config_check_bounds(team, snapshot: dict[str, Any]) -> None:
+    """The operator's bounds (sandbox limits, network, model and data paths), errors keyed by path."""
+    try:
+        run_config_bound(snapshot, team_id=team.pk)
+    except OutOfBounds as exc:
+        raise ValidationError(exc.errors) from None
+
+
 def _check_pins(team, pins: Iterable) -> None:
     """Defence in depth behind the scoped form: every pinned version must be this team's."""
     for version in pins:
@@ -81,7 +90,8 @@ def run_create(
     cloned_from: Run | None = None,
     launch: bool = True,
 ) -> Run:
-    """Validate the composed config, store it as the run's immutable snapshot and (by default) launch it."""
+    """Validate the composed config within the operator's bounds, store it as the run's immutable snapshot
+    and (by default) launch it."""
     require_role(user=user, team=team, min_role=Role.MEMBER)
     if queue not in QUEUE_NAMES:
         raise ValidationError({"queue": [f"Unknown queue {queue!r}; one of {', '.join(QUEUE_NAMES)}."]})
@@ -93,13 +103,15 @@ def run_create(
         reward_version=reward_version,
         tool_versions=tool_versions,
     )
+    snapshot = run_config_validate(composed)
+    run_config_check_bounds(team, snapshot)
     run = Run(
         team=team,
         created_by=user,
         name=name,
         notes=notes,
         queue=queue,
-        config=run_config_validate(composed),
+        config=snapshot,
         dataset_version=dataset_version,
         prompt_version=prompt_version,
         reward_version=reward_version,

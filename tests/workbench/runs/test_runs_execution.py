@@ -120,6 +120,7 @@ def test_sft_then_rl_trains_in_the_worker_path(team, member, tmp_path, settings)
 
     torch.set_num_threads(1)
     settings.VAR_DIR = tmp_path
+    settings.WORKBENCH_DATA_ROOTS = [str(tmp_path)]  # the operator's data root holds the files below
     problems = [make_problem(random.Random(0), i) for i in range(8)]
     config = {
         "tools": [{"name": "calculator"}],

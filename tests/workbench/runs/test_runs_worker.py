@@ -7,11 +7,13 @@ from __future__ import annotations
 import random
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from tests.workbench.support.worker import WorkerProcess
 from trainers.demo.arithmetic import make_problem, write_rows
+from workbench.datasets.models import Dataset, DatasetVersion
 from workbench.runs.models import MetricPoint, Run, RunStatus
 from workbench.runs.services import run_cancel, run_create
 from workbench.runs.tasks import train_run
@@ -20,9 +22,20 @@ pytestmark = [pytest.mark.services, pytest.mark.timeout(420)]
 
 
 @pytest.fixture
-def train_file(tmp_path):
+def train_file(team, settings):
+    """Training rows stored as a dataset file of the team: under MEDIA_ROOT, which the worker processes share,
+    the files a run may read besides the operator's data roots."""
     rng = random.Random(0)
-    return write_rows([make_problem(rng, i) for i in range(16)], tmp_path / "train.jsonl")
+    name = f"datasets/tests/{uuid.uuid4().hex}.jsonl"
+    path = Path(settings.MEDIA_ROOT) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_rows([make_problem(rng, i) for i in range(16)], path)
+    dataset = Dataset.objects.create(team=team, name=name)
+    DatasetVersion.objects.create(
+        item=dataset, number=1, file=name, source_name="train.jsonl", file_format="jsonl", file_size=1
+    )
+    yield path
+    path.unlink()
 
 
 def tiny_config(train_file, steps: int) -> dict:

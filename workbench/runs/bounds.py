@@ -1,0 +1,223 @@
+"""Operator bounds on a run config: a team chooses its run, the operator bounds what it may use.
+
+A run launched from the workbench may use (settings are named after their environment variables):
+- python-tool sandbox limits up to WORKBENCH_SANDBOX_MAX_* (a limit the config leaves at a default
+  above the maximum is clamped to it), and the host network only with WORKBENCH_SANDBOX_ALLOW_NETWORK;
+- the bundled "tiny" model, or a model and tokenizer under WORKBENCH_MODEL_ROOTS;
+- data files (sft.data_path, data.train_path / eval_path, a tool's *_path) under WORKBENCH_DATA_ROOTS,
+  or a dataset file of the run's own team (MEDIA_ROOT holds every team's uploads, so it is no root).
+Paths count once resolved (symlinks and ".."), and the worker trains on the resolved paths. Checked when
+a run is created and again on the worker before training; `python -m trainers` is not bounded.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from pydantic import ValidationError as LimitsInvalid
+
+from trainers.workbench_api import SandboxLimits
+from workbench.datasets.models import DatasetVersion
+
+SANDBOX_TOOLS = frozenset({"python"})
+# sandbox limit -> the setting holding the operator's maximum
+LIMIT_MAXIMA = {
+    "wall_s": "WORKBENCH_SANDBOX_MAX_WALL_S",
+    "cpu_s": "WORKBENCH_SANDBOX_MAX_CPU_S",
+    "memory_mb": "WORKBENCH_SANDBOX_MAX_MEMORY_MB",
+    "scratch_mb": "WORKBENCH_SANDBOX_MAX_SCRATCH_MB",
+    "max_processes": "WORKBENCH_SANDBOX_MAX_PROCESSES",
+    "max_output_bytes": "WORKBENCH_SANDBOX_MAX_OUTPUT_BYTES",
+}
+POOL_SIZE = "WORKBENCH_SANDBOX_MAX_POOL_SIZE"  # warm sandbox workers of one python tool (`pool_size`)
+NETWORK = "WORKBENCH_SANDBOX_ALLOW_NETWORK"
+MODEL_ROOTS, DATA_ROOTS = "WORKBENCH_MODEL_ROOTS", "WORKBENCH_DATA_ROOTS"
+MODEL_PATHS = ("model.path", "model.tokenizer_path")
+DATA_PATHS = ("sft.data_path", "data.train_path", "data.eval_path")
+BUNDLED_MODEL = "tiny"
+
+
+class OutOfBounds(ValueError):
+    """A config asking for more than the operator allows; `errors` maps config path -> messages."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{path}: {text}" for path, texts in errors.items() for text in texts))
+
+
+def _real_roots(name: str) -> tuple[Path, ...]:
+    return tuple(Path(os.path.realpath(root)) for root in getattr(settings, name) if root)
+
+
+@dataclass(frozen=True)
+class OperatorBounds:
+    """The operator's bounds, read from settings when a config is checked."""
+
+    maxima: dict[str, float]
+    max_pool_size: float
+    allow_network: bool
+    model_roots: tuple[Path, ...]
+    data_roots: tuple[Path, ...]
+    media_root: Path
+
+    @classmethod
+    def from_settings(cls) -> OperatorBounds:
+        return cls(
+            maxima={limit: float(getattr(settings, name)) for limit, name in LIMIT_MAXIMA.items()},
+            max_pool_size=float(getattr(settings, POOL_SIZE)),
+            allow_network=bool(getattr(settings, NETWORK)),
+            model_roots=_real_roots(MODEL_ROOTS),
+            data_roots=_real_roots(DATA_ROOTS),
+            media_root=Path(os.path.realpath(settings.MEDIA_ROOT)),
+        )
+
+    def help_texts(self) -> dict[str, str]:
+        """One line per form field the bounds apply to (the field's dotted path or its JSON section)."""
+        models = ", ".join(map(str, self.model_roots)) or "none"
+        data = ", ".join(map(str, self.data_roots)) or "none"
+        limits = ", ".join(f"{limit} ≤ {value:g}" for limit, value in self.maxima.items())
+        network = "network allowed" if self.allow_network else "no network"
+        return {
+            "model.path": f"Operator bound: '{BUNDLED_MODEL}' or a directory under {models}.",
+            "model.tokenizer_path": f"Operator bound: a directory under {models}.",
+            "tools": f"Operator bounds on python's limits: {limits}, pool_size ≤ {self.max_pool_size:g}; "
+            f"{network}. A tool's *_path: a file under {data}.",
+            "sft": f"Operator bound: data_path is a file under {data} or a dataset file of this team.",
+        }
+
+
+def _get(config: dict[str, Any], path: str) -> Any:
+    node: Any = config
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _set(config: dict[str, Any], path: str, value: Any) -> None:
+    *parents, leaf = path.split(".")
+    for part in parents:
+        config = config[part]
+    config[leaf] = value
+
+
+def _under(value: Any, roots: tuple[Path, ...]) -> Path | None:
+    """The real path of an absolute `value` that lies under one of `roots`; None otherwise."""
+    if not isinstance(value, str) or not os.path.isabs(value):
+        return None
+    real = Path(os.path.realpath(value))
+    return real if any(real == root or root in real.parents for root in roots) else None
+
+
+def _team_dataset_file(value: Any, bounds: OperatorBounds, team_id: int) -> Path | None:
+    """The real path of `value` when it is the stored file of one of the team's dataset versions."""
+    real = _under(value, (bounds.media_root,))
+    if real is None or real == bounds.media_root:
+        return None
+    name = real.relative_to(bounds.media_root).as_posix()
+    return real if DatasetVersion.objects.filter(file=name, item__team_id=team_id).exists() else None
+
+
+def _outside(value: Any, allowed: str) -> str:
+    return f"{value!r} is outside what the operator allows: {allowed} (absolute, after symlinks and '..')"
+
+
+class _Check:
+    """Collects the errors of one config and rewrites its paths and limits to what the worker may use."""
+
+    def __init__(self, config: dict[str, Any], bounds: OperatorBounds, team_id: int) -> None:
+        self.config, self.bounds, self.team_id = config, bounds, team_id
+        self.errors: dict[str, list[str]] = {}
+
+    def fail(self, path: str, message: str) -> None:
+        self.errors.setdefault(path, []).append(message)
+
+    def model_path(self, path: str) -> None:
+        value = _get(self.config, path)
+        if value is None or (path == "model.path" and value == BUNDLED_MODEL):
+            return
+        real = _under(value, self.bounds.model_roots)
+        if real is None:
+            roots = ", ".join(map(str, self.bounds.model_roots)) or "none configured"
+            self.fail(path, _outside(value, f"a directory under {MODEL_ROOTS} ({roots})"))
+        else:
+            _set(self.config, path, str(real))
+
+    def data_file(self, value: Any, path: str) -> str | None:
+        """The resolved path to train on; None when unset or out of bounds (an error then)."""
+        if value is None:
+            return None
+        real = _under(value, self.bounds.data_roots) or _team_dataset_file(value, self.bounds, self.team_id)
+        if real is None:
+            roots = ", ".join(map(str, self.bounds.data_roots)) or "none configured"
+            self.fail(path, _outside(value, f"a file under {DATA_ROOTS} ({roots}) or a dataset of this team"))
+        return None if real is None else str(real)
+
+    def tool(self, index: int, tool: Any) -> None:
+        config = tool.get("config") if isinstance(tool, dict) else None
+        if not isinstance(config, dict):
+            return
+        prefix = f"tools.{index}.config"
+        for key in [k for k in config if isinstance(k, str) and k.endswith("_path")]:
+            real = self.data_file(config[key], f"{prefix}.{key}")
+            if real is not None:
+                config[key] = real
+        if tool.get("name") in SANDBOX_TOOLS:
+            self.sandbox(config, prefix)
+
+    def sandbox(self, config: dict[str, Any], prefix: str) -> None:
+        raw = config.get("limits") or {}
+        try:
+            limits = SandboxLimits.model_validate(raw)
+        except LimitsInvalid as exc:
+            for error in exc.errors():
+                self.fail(f"{prefix}.limits", f"{'.'.join(map(str, error['loc']))}: {error['msg']}")
+            return
+        clamped = {}
+        for limit, value in limits.model_dump(include=set(LIMIT_MAXIMA)).items():
+            maximum = self.bounds.maxima[limit]
+            if value <= maximum:
+                continue
+            if limit in raw:
+                message = f"{value:g} is above the operator's maximum of {maximum:g} ({LIMIT_MAXIMA[limit]})"
+                self.fail(f"{prefix}.limits.{limit}", message)
+            else:
+                clamped[limit] = type(value)(maximum)
+        if limits.network and not self.bounds.allow_network:
+            self.fail(f"{prefix}.limits.network", f"the operator allows runs no network ({NETWORK} is off)")
+        if clamped:
+            config["limits"] = {**raw, **clamped}
+        self.pool_size(config.get("pool_size"), f"{prefix}.pool_size")
+
+    def pool_size(self, value: Any, path: str) -> None:
+        if value is None:
+            return
+        if not isinstance(value, int) or isinstance(value, bool):
+            self.fail(path, "pool_size is a whole number of sandbox workers")
+        elif value > self.bounds.max_pool_size:
+            maximum = self.bounds.max_pool_size
+            self.fail(path, f"{value} is above the operator's maximum of {maximum:g} ({POOL_SIZE})")
+
+
+def run_config_bound(
+    config: dict[str, Any], *, team_id: int, bounds: OperatorBounds | None = None
+) -> dict[str, Any]:
+    """A copy of the config with its paths resolved and defaulted sandbox limits clamped to the
+    operator's maxima; raises OutOfBounds naming each value past a bound (and the bound)."""
+    check = _Check(copy.deepcopy(config), bounds or OperatorBounds.from_settings(), team_id)
+    for path in MODEL_PATHS:
+        check.model_path(path)
+    for path in DATA_PATHS:
+        real = check.data_file(_get(check.config, path), path)
+        if real is not None:
+            _set(check.config, path, real)
+    tools = check.config.get("tools")
+    for index, tool in enumerate(tools if isinstance(tools, list) else []):
+        check.tool(index, tool)
+    if check.errors:
+        raise OutOfBounds(check.errors)
+    return check.config
