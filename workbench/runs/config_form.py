@@ -123,3 +123,30 @@ def field_for_error(path: str, names: set[str]) -> str | None:
         if candidate in names:
             return candidate
     return None
+
+
+def short_value(value: Any, width: int = 40) -> str:
+    """A value as one short token of a section summary: lists of named items by their names."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None:
+        return "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list) and value and all(isinstance(v, dict) and "name" in v for v in value):
+        text = ", ".join(str(v["name"]) for v in value)
+    elif isinstance(value, list | dict):
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    else:
+        text = str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def changed_summary(values: dict[str, Any], defaults: dict[str, Any]) -> str:
+    """'key=value, ...' for each path whose value differs from its default, named below its section."""
+    parts = []
+    for path, value in values.items():
+        if value != defaults.get(path):
+            name = path.split(".", 1)[1] if "." in path else path
+            parts.append(f"{name}={short_value(value)}")
+    return ", ".join(parts)

@@ -59,7 +59,8 @@ def _initial_config(request) -> tuple[dict, dict, object]:
 def run_create(request):
     config, initial, source = _initial_config(request)
     form = RunForm(request.POST or None, user=request.user, team=request.team, config=config, initial=initial)
-    if request.method == "POST" and form.is_valid():
+    # "Apply YAML" only fills the form from the pasted config; Launch (with or without YAML) launches
+    if request.method == "POST" and form.is_valid() and not form.applies_yaml:
         try:
             run = services.run_create(
                 team=request.team, user=request.user, cloned_from=source, **form.service_kwargs()
@@ -68,7 +69,13 @@ def run_create(request):
             form.add_service_errors(exc.message_dict)
         else:
             return redirect(run)
-    context = {"form": form, "presets": preset_choices(), "source": source, "query": request.GET.urlencode()}
+    context = {
+        "form": form,
+        "presets": preset_choices(),
+        "preset": request.GET.get("preset", ""),
+        "source": source,
+        "query": request.GET.urlencode(),
+    }
     return render(request, "runs/form.html", context, status=400 if form.errors else 200)
 
 

@@ -141,6 +141,7 @@ def test_media_files_count_only_as_the_teams_own_datasets(team, other_team, memb
 
 def test_the_form_refuses_with_the_bound_on_the_field_and_shows_the_bounds(client_for, member):
     client = client_for(member)
+    assert "memory_mb ≤ 4096" in client.get(reverse("runs:create")).content.decode()
     config = {**RunConfig().model_dump(mode="json"), **python_tool(limits={"memory_mb": 100_000})}
     response = client.post(reverse("runs:create"), form_post(config))
     assert response.status_code == 400

@@ -70,7 +70,7 @@ def test_dashboard_draws_live_charts_with_alerts_and_zoom(
     metrics_ingest(run_id=live_run.pk, points=metrics(300, 400))
     # the htmx-polled status strip notices the new steps and the charts re-fetch (slow on a loaded box)
     page.wait_for_function(
-        "Math.max(...document.getElementById('chart-reward').data.at(-1).x) >= 399", timeout=60_000
+        "() => Math.max(...document.getElementById('chart-reward').data.at(-1).x) >= 399", timeout=60_000
     )
     screenshot("runs-dashboard")
     assert page_errors == []
@@ -108,6 +108,7 @@ def test_new_run_form_shows_schema_errors_on_the_field(page, login, member, page
     login(member)
     page.goto("/runs/new/?preset=toolrl")
     page.locator("[name='name']").fill("bad eps")
+    page.locator("#section-algorithm > summary").click()  # config sections start collapsed
     page.locator("[name='algorithm.eps']").fill("0")
     page.get_by_role("button", name="Launch").click()
     expect(page.locator(".has-error[data-path='algorithm.eps']")).to_be_visible()

@@ -24,6 +24,9 @@ def fill_run_form(page, name: str, steps: int) -> None:
     page.locator("[name='name']").fill(name)
     page.locator("[name='training.steps']").fill(str(steps))
     for path, value in SMALL.items():
+        section = page.locator(f"details:has([name='{path}'])")
+        if section.count() and section.get_attribute("open") is None:
+            section.locator(":scope > summary").click()  # config sections start collapsed
         page.locator(f"[name='{path}']").fill(value)
 
 

@@ -1,0 +1,137 @@
+"""The new-run form: what people change leads, other sections are collapsed with a summary of their
+non-default values and open on an error; the config as YAML copies out to the trainers CLI's loader and
+pastes back in."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from django.urls import reverse
+
+from trainers.config import PRESETS, RunConfig, load_config, preset_config
+from workbench.runs.forms import RunForm
+from workbench.runs.models import Run
+
+from .test_runs_views import form_post
+
+URL = reverse("runs:create")
+
+
+def open_sections(body: str) -> list[str]:
+    return re.findall(r'<details class="card config-section" id="section-([\w-]+)" open>', body)
+
+
+def yaml_out(response) -> str:
+    return response.context["form"].config_yaml_out()
+
+
+def without_run_dir(config: dict) -> dict:
+    return {key: value for key, value in config.items() if key not in ("name", "output_dir")}
+
+
+def test_the_form_leads_with_what_people_change_and_collapses_the_rest(client_for, member):
+    response = client_for(member).get(URL + "?preset=gigpo")
+    form, body = response.context["form"], response.content.decode()
+    lead = [field.name for field in form.lead_fields()]
+    assert lead == [
+        "name",
+        "model.path",
+        "training.steps",
+        "optimizer.lr",
+        "rollout.samples_per_prompt",
+        "queue",
+    ]
+    sections = {section.name: section for section in form.sections()}
+    in_sections = {field.name for section in sections.values() for field in section.fields}
+    assert in_sections | set(lead) >= set(form.config_fields)  # every generated field is still there
+    assert body.count('<details class="card config-section"') == len(sections) + 1  # + the YAML section
+    assert open_sections(body) == []
+    assert sections["algorithm"].summary == "estimator=gigpo"
+    assert sections["tools"].summary == "tools=frozenlake"
+    assert sections["optimizer"].summary == ""  # shown as "defaults"
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS.names()))
+def test_yaml_copied_out_of_the_form_is_what_the_cli_loads(client_for, member, preset, tmp_path):
+    text = yaml_out(client_for(member).get(f"{URL}?preset={preset}"))
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    loaded = load_config(path).model_dump(mode="json")
+    assert loaded["name"] == preset
+    assert without_run_dir(loaded) == without_run_dir(preset_config(preset).model_dump(mode="json"))
+
+
+def test_pasted_yaml_replaces_the_form_values_and_launches(
+    client_for, member, django_capture_on_commit_callbacks
+):
+    client = client_for(member)
+    config = yaml.safe_load(yaml_out(client.get(URL + "?preset=toolrl")))
+    config["training"]["steps"], config["name"] = 7, "from yaml"
+    data = {
+        **form_post(RunConfig().model_dump(mode="json"), name="typed"),
+        "config_yaml": yaml.safe_dump(config),
+    }
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client.post(URL, data)
+    assert response.status_code == 302, response.context["form"].errors
+    run = Run.objects.get()
+    assert run.name == "from yaml"
+    expected = preset_config("toolrl").model_dump(mode="json")
+    expected["training"]["steps"] = 7
+    assert without_run_dir(run.config) == without_run_dir(expected)
+
+
+def test_apply_yaml_fills_the_form_without_launching(client_for, member):
+    data = {
+        **form_post(RunConfig().model_dump(mode="json")),
+        "config_yaml": "training:\n  steps: 9\nalgorithm:\n  estimator: rloo\n",
+        "apply_yaml": "1",
+    }
+    response = client_for(member).post(URL, data)
+    form = response.context["form"]
+    assert response.status_code == 200 and not Run.objects.exists()
+    assert (form["training.steps"].value(), form["algorithm.estimator"].value()) == ("9", "rloo")
+    assert form["name"].value() == "r1"  # the YAML named no run: the form keeps its name
+    assert yaml.safe_load(form.config_yaml_out())["training"]["steps"] == 9
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("training: [unclosed", "not valid YAML"),
+        ("- a list", "must be a mapping"),
+        ("trainng:\n  steps: 3\n", "trainng"),
+        ("algorithm:\n  eps: 0\n", "algorithm.eps"),
+    ],
+)
+def test_bad_yaml_is_refused_at_its_field_which_opens(client_for, member, text, message):
+    data = {**form_post(RunConfig().model_dump(mode="json")), "config_yaml": text}
+    response = client_for(member).post(URL, data)
+    assert response.status_code == 400 and not Run.objects.exists()
+    assert any(message in error for error in response.context["form"].errors["config_yaml"])
+    assert open_sections(response.content.decode()) == ["yaml"]
+
+
+def test_an_error_opens_the_section_that_holds_it(client_for, member):
+    config = RunConfig().model_dump(mode="json")
+    config["algorithm"]["eps"] = 0.0
+    response = client_for(member).post(URL, form_post(config))
+    assert response.status_code == 400
+    assert open_sections(response.content.decode()) == ["algorithm"]
+    assert "eps=0" in {s.name: s for s in response.context["form"].sections()}["algorithm"].summary
+
+
+def test_an_error_on_a_lead_field_opens_no_section(client_for, member):
+    response = client_for(member).post(URL, form_post(RunConfig().model_dump(mode="json"), name=""))
+    assert response.status_code == 400 and response.context["form"].errors["name"]
+    assert open_sections(response.content.decode()) == []
+
+
+def test_yaml_copy_keeps_what_was_entered_after_an_error(client_for, member):
+    config = RunConfig().model_dump(mode="json")
+    config["training"]["steps"], config["algorithm"]["eps"] = 11, 0.0
+    form: RunForm = client_for(member).post(URL, form_post(config)).context["form"]
+    copied = yaml.safe_load(form.config_yaml_out())
+    assert copied["training"]["steps"] == 11 and copied["name"] == "r1"
