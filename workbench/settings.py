@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 
 from workbench.jobs.queues import DEFAULT_QUEUE, TASK_QUEUES, TASK_ROUTES
 
@@ -70,6 +71,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -82,6 +84,22 @@ MIDDLEWARE = [
     "workbench.accounts.middleware.CurrentTeamMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into the lockout page
 ]
+
+# Content-Security-Policy (django-csp): scripts and styles only from our own static files (templates hold
+# no inline script, style attribute or on* handler; htmx and plotly are told not to inject or eval), no
+# plugins, no framing by other sites, forms post only here.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    }
+}
 
 ROOT_URLCONF = "workbench.urls"
 WSGI_APPLICATION = "workbench.wsgi.application"
