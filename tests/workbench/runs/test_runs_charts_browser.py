@@ -86,6 +86,31 @@ def test_dashboard_with_every_series_of_a_real_run_draws_every_chart(page, login
     assert console_log.problems == []
 
 
+# Per chart with a legend: whether the x-axis title's box meets the legend's.
+TITLE_ON_LEGEND = """() => [...document.querySelectorAll('.js-plotly-plot')]
+  .filter((div) => div.querySelector('.legend'))
+  .map((div) => {
+    const t = div.querySelector('.g-xtitle').getBoundingClientRect();
+    const l = div.querySelector('.legend').getBoundingClientRect();
+    const overlap = t.left < l.right && l.left < t.right && t.top < l.bottom && l.top < t.bottom;
+    return { id: div.id, overlap };
+  })"""
+
+
+def test_dashboard_step_titles_clear_the_legends(page, login, member, run, console_log):
+    metrics_ingest(run_id=run.pk, points=real_run_metrics(0, 50))
+    login(member)
+    page.goto(run.get_absolute_url())
+    expected = page.evaluate(
+        "RunCharts.resolve(JSON.parse(document.getElementById('series-keys').textContent)).length"
+    )
+    assert_every_chart_drawn(page, expected)
+    charts = page.evaluate(TITLE_ON_LEGEND)
+    assert len(charts) >= 8  # every chart with two series or more has a legend below it
+    assert [c["id"] for c in charts if c["overlap"]] == []
+    assert console_log.problems == []
+
+
 def test_compare_with_several_runs_draws_every_run(page, login, member, team, run, console_log):
     runs = [run]
     for i in range(1, 5):

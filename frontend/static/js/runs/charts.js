@@ -87,8 +87,8 @@ window.RunCharts = (() => {
   }
 
   function layout(title, shapes, range) {
-    const xaxis = { title: { text: "step" }, ...(range ? { range, autorange: false } : { autorange: true }) };
-    return { title: { text: title, font: { size: 13 } }, margin: { l: 48, r: 12, t: 32, b: 36 }, height: 260, xaxis, shapes, legend: { orientation: "h", y: -0.25 }, hovermode: "x unified" };
+    const xaxis = { title: { text: "step", standoff: 4 }, automargin: true, ...(range ? { range, autorange: false } : { autorange: true }) };
+    return { title: { text: title, font: { size: 13 } }, margin: { l: 48, r: 12, t: 32, b: 8 }, height: 260, xaxis, shapes, legend: { orientation: "h", yref: "container", yanchor: "bottom", y: 0, x: 0 }, hovermode: "x unified" };
   }
 
   function buckets(element) {
