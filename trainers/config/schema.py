@@ -87,6 +87,8 @@ class RunConfig(BaseModel):
             raise ValueError(
                 f"{what or self.algorithm.estimator} compares samples of a prompt: samples_per_prompt >= 2"
             )
+        if self.model.tiny.tokenizer_corpus == "sft_data" and self.model.path == "tiny" and self.sft is None:
+            raise ValueError("model.tiny.tokenizer_corpus 'sft_data' needs SFT data: add an sft section")
         if self.loss.kl == "none" and self.loss.kl_coef > 0:
             raise ValueError("loss.kl_coef > 0 needs a KL estimator (loss.kl: k1, k2 or k3)")
         minibatch = self.training.minibatch_size

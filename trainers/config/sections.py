@@ -10,6 +10,28 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from trainers.metrics.echo_trap import EchoTrapConfig
 
 
+class TinyModelConfig(BaseModel):
+    """The bundled tiny Qwen2 model's size and tokenizer, built in the run directory when path is 'tiny'."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hidden_size: int = Field(128, ge=16, le=1024, description="tiny model: hidden size")
+    num_layers: int = Field(4, ge=1, le=16, description="tiny model: decoder layers")
+    num_heads: int = Field(4, ge=1, le=32, description="tiny model: attention heads")
+    num_kv_heads: int = Field(2, ge=1, le=32, description="tiny model: key/value heads (divides num_heads)")
+    tokenizer_corpus: Literal["default", "sft_data"] = Field(
+        "default",
+        description="tiny model: what its tokenizer is trained on: built-in arithmetic text, or the run's"
+        " SFT conversations rendered with its template and tools (merges cross spaces: short prompts)",
+    )
+
+    @model_validator(mode="after")
+    def _heads_fit(self) -> TinyModelConfig:
+        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
+            raise ValueError("num_heads must divide hidden_size and num_kv_heads must divide num_heads")
+        return self
+
+
 class ModelConfig(BaseModel):
     """The policy model, loaded with from_pretrained from a local path."""
 
@@ -17,6 +39,9 @@ class ModelConfig(BaseModel):
 
     path: str = Field(
         "tiny", min_length=1, description="local model directory; 'tiny': the bundled demo model"
+    )
+    tiny: TinyModelConfig = Field(
+        default_factory=TinyModelConfig, description="the bundled model's size, when path is 'tiny'"
     )
     tokenizer_path: str | None = Field(None, description="local tokenizer directory; none = the model's")
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="parameter dtype")

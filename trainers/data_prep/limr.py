@@ -138,6 +138,9 @@ class RewardRecorder(Sink):
     def log_alerts(self, alerts: Sequence[Any]) -> None:
         pass
 
+    def log_sft(self, step: int, metrics: dict[str, float]) -> None:
+        pass
+
     def close(self) -> None:
         pass
 

@@ -11,24 +11,7 @@ from pathlib import Path
 
 from trainers.models.tiny import build_tiny_model
 from trainers.templates.base import ChatTemplate
-from trainers.training.sft import assistant_text
-from trainers.trajectory import ToolResult
-
-
-def demo_corpus(records: Sequence[dict], *, template: ChatTemplate, tools: list[dict]) -> list[str]:
-    """Every piece of text the model will see, split where the rollout tokenizes separately."""
-    texts = []
-    for record in records:
-        messages = [m for m in record["messages"] if m["role"] != "system"]
-        question, observation = messages[0]["content"], record.get("observation")
-        texts.append(template.render_prompt(question=question, tools=tools, observation=observation))
-        for message in messages[1:]:
-            if message["role"] == "assistant":
-                texts.append(assistant_text(message))
-            else:  # the glue around a tool response is tokenized as one piece, as in the rollout
-                result = ToolResult(name=message.get("name", ""), ok=True, output=str(message["content"]))
-                texts.append(template.render_tool_responses([result]))
-    return texts
+from trainers.training.tiny_policy import conversation_corpus
 
 
 def build_demo_model(
@@ -44,7 +27,7 @@ def build_demo_model(
     num_kv_heads: int = 2,
 ) -> Path:
     """Build and save the tokenizer and an untrained Qwen2 policy (about 0.7M parameters)."""
-    corpus = demo_corpus(records, template=template, tools=tools)
+    corpus = conversation_corpus(records, template=template, tools=tools)
     return build_tiny_model(
         out_dir,
         hidden_size=hidden_size,

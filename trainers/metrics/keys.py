@@ -49,10 +49,11 @@ TRAIN_TRAJECTORIES = "train/trajectories"  # trajectories that reached the updat
 TRAIN_LR = "train/lr"  # learning rate after the step's scheduler update
 ADVANTAGE_MEAN_ABS = "advantage/mean_abs"  # mean |advantage| over policy tokens
 
-# The SFT warm start (sft_train's on_step callback); not part of the RL metric stream.
+# The SFT warm start (sft_train's on_step callback, a sink's log_sft), numbered by SFT step; not RL metrics.
 SFT_LOSS = "sft/loss"
 SFT_GRAD_NORM = "sft/grad_norm"
 SFT_LR = "sft/lr"
+SFT_PROGRESS = "sft/progress"  # SFT steps done / SFT steps planned
 
 STANDARD_KEYS = (
     REWARD_MEAN,

@@ -27,21 +27,21 @@ from trainers.training.sinks import RunDirSink, Sink
 from trainers.training.update import UpdateSettings
 
 
-def resolve_model_path(path: str, run_dir: Path) -> Path:
-    """A local directory; "tiny" builds the bundled tiny model inside the run directory once."""
-    if path != "tiny":
-        return Path(path)
-    from trainers.models.tiny import build_tiny_model
+def resolve_model_path(config: RunConfig) -> Path:
+    """`model.path`, a local directory; "tiny" builds the bundled tiny model (as `model.tiny` describes)
+    inside the run directory once."""
+    if config.model.path != "tiny":
+        return Path(config.model.path)
+    from trainers.training.tiny_policy import build_config_tiny_model
 
-    target = run_dir / "base_model"
-    return target if (target / "config.json").exists() else build_tiny_model(target)
+    target = Path(config.output_dir) / "base_model"
+    return target if (target / "config.json").exists() else build_config_tiny_model(config, target)
 
 
 def load_config_policy(config: RunConfig) -> tuple[Any, Any]:
     """The config's (model, tokenizer): `model.path` (or the bundled tiny model), and the tokenizer of
     `model.tokenizer_path` when set, else the model directory's. Every entry point loads through here."""
-    path = resolve_model_path(config.model.path, Path(config.output_dir))
-    return load_policy(path, tokenizer_path=config.model.tokenizer_path)
+    return load_policy(resolve_model_path(config), tokenizer_path=config.model.tokenizer_path)
 
 
 def lr_lambda(schedule: str, warmup: int, total: int, min_ratio: float) -> Callable[[int], float]:

@@ -70,10 +70,12 @@ def run_config(
     The policy is `model.path` with the tokenizer of `model.tokenizer_path` when set, unless a live
     `model` and `tokenizer` are passed (a demo that trained them itself). The SFT stage runs when the
     config has one and the run starts fresh: a checkpoint (`resume_from`) already holds its weights.
-    `should_stop` is polled between steps; the loop then writes a checkpoint and returns `stopped`.
+    `should_stop` is polled between steps (SFT steps too); the loop then writes a checkpoint and returns
+    `stopped`. The SFT stage streams its progress to the same sink (`log_sft`).
     """
     from trainers.training.build import build_trainer, load_config_policy
     from trainers.training.sft import sft_stage
+    from trainers.training.sinks import RunDirSink
 
     run_dir = Path(config.output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -81,7 +83,10 @@ def run_config(
         model, tokenizer = load_config_policy(config)
     elif tokenizer is None:
         raise ValueError("a live model needs its tokenizer")
-    sft = sft_stage(config, model, tokenizer) if config.sft is not None and resume_from is None else None
+    sink = sink or RunDirSink(run_dir)
+    sft = None
+    if config.sft is not None and resume_from is None:
+        sft = sft_stage(config, model, tokenizer, sink=sink, should_stop=should_stop)
     trainer = build_trainer(config, model=model, tokenizer=tokenizer, sink=sink, should_stop=should_stop)
     if resume_from is not None:
         trainer.resume(resume_from)
@@ -92,13 +97,16 @@ def run_sft_only(config: RunConfig) -> tuple[SFTResult, Path]:
     """The config's SFT stage alone, on the policy `run_config` would load; saved to `<output_dir>/sft`."""
     from trainers.training.build import load_config_policy
     from trainers.training.sft import sft_stage
+    from trainers.training.sinks import RunDirSink
 
     if config.sft is None:
         raise ValueError("the config has no sft section")
     run_dir = Path(config.output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     model, tokenizer = load_config_policy(config)
-    result = sft_stage(config, model, tokenizer)
+    sink = RunDirSink(run_dir)
+    result = sft_stage(config, model, tokenizer, sink=sink)
+    sink.close()
     model.save_pretrained(run_dir / "sft")
     tokenizer.save_pretrained(run_dir / "sft")
     return result, run_dir / "sft"

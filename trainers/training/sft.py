@@ -61,15 +61,21 @@ def render_expert(
     tools: list[dict],
     uid: str = "expert",
     observation: str | None = None,
+    prompt_source: str | None = None,
 ) -> Trajectory:
-    """An expert conversation as a Trajectory: prompt, assistant turns (mask 1), glue and tool turns (0)."""
+    """An expert conversation as a Trajectory: prompt, assistant turns (mask 1), glue and tool turns (0).
+
+    `prompt_source` is the run's edited Jinja prompt, if any: the prompt must read as the rollout's."""
     system = [m for m in messages if m["role"] == "system"]
     rest = [m for m in messages if m["role"] != "system"]
     if not rest or rest[0]["role"] != "user":
         raise ValueError("an expert conversation starts with a user message")
     del system  # the template writes its own system prompt from the tool specs
     # `observation`: an environment's initial state, shown in the prompt as the rollout engine does
-    prompt = template.render_prompt(question=rest[0]["content"], tools=tools, observation=observation)
+    prompt = template.render_prompt(
+        question=rest[0]["content"], tools=tools, observation=observation, source=prompt_source,
+        tokenizer=tokenizer,
+    )  # fmt: skip
     turns = [_turn("prompt", prompt, tokenizer)]
     # A template whose turns run to the end of the message (several calls per turn) has the policy
     # sample the end-of-turn before the tool responses, as in a rollout; the glue then leaves it out.
@@ -165,6 +171,7 @@ def sft_train(
                     keys.SFT_LOSS: loss_value,
                     keys.SFT_GRAD_NORM: float(grad_norm),
                     keys.SFT_LR: scheduler.get_last_lr()[0],
+                    keys.SFT_PROGRESS: step / steps,
                 },
             )
         elapsed = time.perf_counter() - start
@@ -186,7 +193,12 @@ def _warmup_cosine(step: int, warmup: int, total: int) -> float:
 
 
 def render_experts(
-    records: Iterable[dict[str, Any]], *, template: ChatTemplate, tokenizer: Any, tools: list[dict]
+    records: Iterable[dict[str, Any]],
+    *,
+    template: ChatTemplate,
+    tokenizer: Any,
+    tools: list[dict],
+    prompt_source: str | None = None,
 ) -> list[Trajectory]:
     return [
         render_expert(
@@ -196,31 +208,47 @@ def render_experts(
             tools=tools,
             uid=f"expert-{i}",
             observation=r.get("observation"),
+            prompt_source=prompt_source,
         )  # fmt: skip
         for i, r in enumerate(records)
     ]
 
 
-def sft_stage(config: Any, model: torch.nn.Module, tokenizer: Any) -> SFTResult:
-    """The RunConfig's SFT warm start: experts rendered with the run's template and tool specs."""
+def run_template_and_tools(config: Any, tokenizer: Any = None) -> tuple[ChatTemplate, list[dict]]:
+    """The run's chat template and its tools' specs, as its rollouts see them."""
     from trainers.templates import TEMPLATES
     from trainers.tools.toolset import Toolset
 
+    template = TEMPLATES.get(config.template.name)(tokenizer=tokenizer)
+    return template, Toolset.build([b.model_dump() for b in config.tools]).specs()
+
+
+def sft_stage(
+    config: Any,
+    model: torch.nn.Module,
+    tokenizer: Any,
+    *,
+    sink: Any = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> SFTResult:
+    """The RunConfig's SFT warm start: experts rendered with the run's template, prompt and tool specs.
+
+    Each step's sft/* metrics (loss, grad norm, lr, progress) go to `sink.log_sft`; `should_stop` is
+    polled after every step, so a run can be cancelled during SFT."""
     sft = config.sft
     if sft.data_path is None:
         raise ValueError("sft.data_path: a JSONL file of expert conversations is required")
-    template = TEMPLATES.get(config.template.name)(tokenizer=tokenizer)
-    tools = Toolset.build([b.model_dump() for b in config.tools]).specs()
-    examples = [
-        _truncate(t, sft.max_length)
-        for t in render_experts(
-            load_experts(sft.data_path), template=template, tokenizer=tokenizer, tools=tools
-        )
-    ]
+    template, tools = run_template_and_tools(config, tokenizer)
+    records = load_experts(sft.data_path)
+    rendered = render_experts(
+        records, template=template, tokenizer=tokenizer, tools=tools, prompt_source=config.template.source
+    )
+    examples = [_truncate(t, sft.max_length) for t in rendered]
     steps = sft.epochs * -(-len(examples) // sft.batch_size)
     return sft_train(
         model, examples, pad_token_id=tokenizer.pad_token_id, steps=steps, batch_size=sft.batch_size,
-        lr=sft.lr, warmup_steps=min(20, steps // 10 + 1), seed=config.seed,
+        lr=sft.lr, warmup_steps=min(20, steps // 10 + 1), seed=config.seed, should_stop=should_stop,
+        on_step=sink.log_sft if sink is not None else None,
     )  # fmt: skip
 
 

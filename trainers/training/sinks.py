@@ -35,6 +35,10 @@ class Sink(ABC):
     def log_alerts(self, alerts: Sequence[Any]) -> None: ...
 
     @abstractmethod
+    def log_sft(self, step: int, metrics: dict[str, float]) -> None:
+        """One step of the SFT warm start (sft/* keys), numbered by SFT step; RL steps then count from 1."""
+
+    @abstractmethod
     def close(self) -> None:
         """Flush and release resources."""
 
@@ -83,7 +87,8 @@ def _line(record: dict[str, Any]) -> str:
 
 
 class RunDirSink(Sink):
-    """A run directory: metrics.jsonl, trajectories.jsonl, eval.jsonl, alerts.jsonl, checkpoints.jsonl."""
+    """A run directory: metrics.jsonl, trajectories.jsonl, eval.jsonl, alerts.jsonl, checkpoints.jsonl and,
+    when the run starts with SFT, sft.jsonl."""
 
     def __init__(self, run_dir: str | Path, trajectories_every: int = 1) -> None:
         self.run_dir = Path(run_dir)
@@ -108,6 +113,9 @@ class RunDirSink(Sink):
 
     def log_eval(self, step: int, results: dict[str, float]) -> None:
         self._write("eval.jsonl", _line({"step": step, **results}))
+
+    def log_sft(self, step: int, metrics: dict[str, float]) -> None:
+        self._write("sft.jsonl", _line({"step": step, **metrics}))
 
     def log_checkpoint(self, step: int, path: Path) -> None:
         self._write("checkpoints.jsonl", _line({"step": step, "path": str(path)}))
@@ -147,6 +155,10 @@ class MultiSink(Sink):
     def log_alerts(self, alerts: Sequence[Any]) -> None:
         for sink in self.sinks:
             sink.log_alerts(alerts)
+
+    def log_sft(self, step: int, metrics: dict[str, float]) -> None:
+        for sink in self.sinks:
+            sink.log_sft(step, metrics)
 
     def close(self) -> None:
         for sink in self.sinks:

@@ -39,8 +39,9 @@ def _advance_run(run_id: int, step: int) -> None:
 
 
 @transaction.atomic
-def metrics_ingest(*, run_id: int, points: Iterable[MetricTriple]) -> int:
-    """Upsert (step, key, value) points and refresh the chart pyramid; returns how many were written."""
+def metrics_ingest(*, run_id: int, points: Iterable[MetricTriple], advance_step: bool = True) -> int:
+    """Upsert (step, key, value) points and refresh the chart pyramid; returns how many were written.
+    `advance_step=False` for series numbered apart from the RL steps (the SFT warm start's)."""
     values = _finite_points(points)
     if not values:
         return 0
@@ -54,7 +55,8 @@ def metrics_ingest(*, run_id: int, points: Iterable[MetricTriple]) -> int:
     steps = [step for _, step in values]
     keys = sorted({key for key, _ in values})
     rollups_refresh(run_id=run_id, keys=keys, step_lo=min(steps), step_hi=max(steps))
-    _advance_run(run_id, max(steps))
+    if advance_step:
+        _advance_run(run_id, max(steps))
     return len(values)
 
 

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from django.db import connection
+from django.db.models import Max
 
 from .models import MetricPoint, MetricRollup, Run
 from .rollups import FACTOR, TOP_LEVEL, level_width
@@ -89,8 +90,9 @@ def _source_sql(window: Window, run_id: int, keys: list[str]) -> tuple[str, list
 def series_downsample(
     *, run: Run, keys: list[str], step_min: int | None = None, step_max: int | None = None, buckets: int = 200
 ) -> dict[str, list[tuple[int, float]]]:
-    """Per key, (step, value) points: each bucket's min, max and last, in step order."""
-    hi = step_max if step_max is not None else (run.last_step or 0)
+    """Per key, (step, value) points: each bucket's min, max and last, in step order. Without `step_max`
+    the window ends at the last step these keys logged (SFT steps are counted apart from RL steps)."""
+    hi = step_max if step_max is not None else _last_logged_step(run, keys)
     window = Window(lo=max(0, step_min or 0), hi=hi, buckets=max(1, buckets))
     out: dict[str, list[tuple[int, float]]] = {key: [] for key in keys}
     if not keys or window.hi < window.lo:
@@ -101,6 +103,12 @@ def series_downsample(
         if not points or points[-1][0] != step:  # a bucket's min, max and last may be one point
             points.append((int(step), value))
     return out
+
+
+def _last_logged_step(run: Run, keys: list[str]) -> int:
+    """The last step any of `keys` logged, read from the top of the pyramid (one row per key)."""
+    rows = MetricRollup.objects.filter(run=run, level=TOP_LEVEL, key__in=keys)
+    return rows.aggregate(last=Max("last_step"))["last"] or 0
 
 
 def _points(source: str, params: list, window: Window, *, postgres: bool) -> list[tuple[str, int, float]]:
@@ -114,6 +122,25 @@ def _points(source: str, params: list, window: Window, *, postgres: bool) -> lis
     with connection.cursor() as cursor:
         cursor.execute(sql, args)
         return cursor.fetchall()
+
+
+@dataclass(frozen=True)
+class SFTProgress:
+    step: int
+    fraction: float  # SFT steps done / planned
+
+    @property
+    def percent(self) -> int:
+        return int(self.fraction * 100)
+
+
+SFT_PROGRESS_KEY = "sft/progress"  # trainers.metrics.keys.SFT_PROGRESS, logged at every SFT step
+
+
+def sft_progress(*, run: Run) -> SFTProgress | None:
+    """The SFT warm start's last stored step and how far it got; None for a run without one (yet)."""
+    point = MetricPoint.objects.filter(run=run, key=SFT_PROGRESS_KEY).order_by("-step").first()
+    return SFTProgress(point.step, point.value) if point is not None else None
 
 
 def series_keys(*, run: Run) -> list[str]:

@@ -41,10 +41,16 @@ class DatabaseSink(Sink):
         self._clock = clock
         self._last_flush = clock()
         self._points: list[tuple[int, str, float]] = []
+        self._sft_points: list[tuple[int, str, float]] = []
         self._trajectories: dict[int, list[Trajectory]] = {}
 
     def log_metrics(self, step: int, metrics: dict[str, float]) -> None:
         self._points.extend((step, key, value) for key, value in metrics.items() if _is_number(value))
+        self._maybe_flush()
+
+    def log_sft(self, step: int, metrics: dict[str, float]) -> None:
+        """SFT steps are series of their own (sft/*) that leave the run's RL step where it is."""
+        self._sft_points.extend((step, key, value) for key, value in metrics.items() if _is_number(value))
         self._maybe_flush()
 
     def log_eval(self, step: int, results: dict[str, float]) -> None:
@@ -69,6 +75,10 @@ class DatabaseSink(Sink):
         if self._points:
             self._retrying(lambda: metrics_ingest(run_id=self.run_id, points=self._points))
             self._points = []
+        if self._sft_points:
+            points = self._sft_points
+            self._retrying(lambda: metrics_ingest(run_id=self.run_id, points=points, advance_step=False))
+            self._sft_points = []
         if self._trajectories:
             self._retrying(lambda: trajectories_ingest(run_id=self.run_id, batches=self._trajectories))
             self._trajectories = {}
@@ -93,7 +103,8 @@ class DatabaseSink(Sink):
     def _maybe_flush(self) -> None:
         waiting = sum(len(batch) for batch in self._trajectories.values())
         due = self._clock() - self._last_flush >= self.flush_seconds
-        if len(self._points) >= self.flush_points or waiting >= self.flush_trajectories or due:
+        points = len(self._points) + len(self._sft_points)
+        if points >= self.flush_points or waiting >= self.flush_trajectories or due:
             self.flush()
 
 

@@ -57,6 +57,9 @@ class Recorder(Sink):
     def log_alerts(self, alerts):
         self.calls.append(("alerts", len(alerts)))
 
+    def log_sft(self, step, metrics):
+        self.calls.append(("sft", step))
+
     def close(self):
         self.calls.append(("close", None))
 
@@ -64,10 +67,11 @@ class Recorder(Sink):
 def test_multi_sink_fans_out_in_order():
     first, second = Recorder(), Recorder()
     sink = MultiSink([first, second])
+    sink.log_sft(7, {})
     sink.log_metrics(3, {})
     sink.log_alerts([1, 2])
     sink.close()
-    assert first.calls == second.calls == [("metrics", 3), ("alerts", 2), ("close", None)]
+    assert first.calls == second.calls == [("sft", 7), ("metrics", 3), ("alerts", 2), ("close", None)]
 
 
 def test_logged_trajectory_equals_its_to_dict(tmp_path, build_trajectory):

@@ -1,8 +1,10 @@
-"""Template filters for the runs pages. Output is plain text, so Django's autoescaping still applies."""
+"""Template filters and tags of the runs pages. Output is plain text: Django's autoescaping still applies."""
 
 import json
 
 from django import template
+
+from workbench.runs.series import SFTProgress, sft_progress
 
 register = template.Library()
 
@@ -16,3 +18,9 @@ def pretty_json(value) -> str:
 @register.filter
 def get_item(mapping, key):
     return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+@register.simple_tag
+def run_sft_progress(run) -> SFTProgress | None:
+    """`{% run_sft_progress run as sft %}`: the run's SFT warm-start progress, for the status strip."""
+    return sft_progress(run=run)

@@ -19,6 +19,8 @@ window.RunCharts = (() => {
     { id: "time", title: "Step time split (s)", keys: ["time/generation", "time/tools", "time/update", "time/step"] },
     { id: "eval", title: "Evaluation", prefix: "eval/" },
     { id: "losses", title: "Losses", keys: ["loss/total", "loss/policy", "loss/value"] },
+    // The SFT warm start, numbered by SFT step (RL steps start again at 1): no alerts, no trajectories.
+    { id: "sft", title: "SFT warm start: loss", keys: ["sft/loss"], sft: true },
   ];
 
   // Plotly reads a few HTML tags in trace names and titles; run names and keys are shown as text.

@@ -36,11 +36,14 @@
 
   function draw(chart, data) {
     const div = element(chart);
-    const shapes = RunCharts.alertShapes(data.alerts);
-    Plotly.react(div, RunCharts.traces(chart, data.series), RunCharts.layout(chart.title, shapes, ranges[chart.id]), { displaylogo: false, responsive: true });
+    const shapes = chart.sft ? [] : RunCharts.alertShapes(data.alerts); // alerts are at RL steps
+    const layout = RunCharts.layout(chart.title, shapes, ranges[chart.id]);
+    if (chart.sft) layout.xaxis.title.text = "SFT step";
+    Plotly.react(div, RunCharts.traces(chart, data.series), layout, { displaylogo: false, responsive: true });
     if (!div.dataset.bound) {
       div.dataset.bound = "1";
       div.on("plotly_relayout", (event) => zoom(chart, event));
+      if (chart.sft) return; // an SFT step has no trajectories to open
       div.on("plotly_click", (event) => {
         const step = Math.round(event.points[0].x);
         window.location.href = `${inspectorUrl}?step=${step}`;
@@ -56,14 +59,20 @@
     draw(chart, data);
   }
 
-  async function refreshAll() {
-    const keys = [...new Set(charts.flatMap((c) => [...c.keys, ...(c.band ? [c.band] : [])]))];
+  // SFT and RL charts are fetched apart: each request's step window ends at its own keys' last step.
+  async function refreshGroup(group) {
+    const keys = [...new Set(group.flatMap((c) => [...c.keys, ...(c.band ? [c.band] : [])]))];
     if (!keys.length) return;
     const data = await fetchJson(url(keys, null, container));
-    for (const chart of charts) {
+    for (const chart of group) {
       if (ranges[chart.id]) continue; // a zoomed chart keeps its range until reset
       draw(chart, data);
     }
+  }
+
+  async function refreshAll() {
+    await refreshGroup(charts.filter((c) => !c.sft));
+    await refreshGroup(charts.filter((c) => c.sft));
   }
 
   async function discoverKeys() {
@@ -77,12 +86,13 @@
     await refreshAll();
   }
 
-  let lastStep = document.getElementById("run-status")?.dataset.lastStep;
+  const progress = (strip) => `${strip?.dataset.lastStep}/${strip?.dataset.sftStep}`; // RL step, SFT step
+  let lastProgress = progress(document.getElementById("run-status"));
   document.body.addEventListener("htmx:afterSettle", async (event) => {
     const strip = document.getElementById("run-status");
     if (!strip || !event.target.contains(strip)) return;
-    if (strip.dataset.lastStep === lastStep && strip.dataset.status === "running") return;
-    lastStep = strip.dataset.lastStep;
+    if (progress(strip) === lastProgress && strip.dataset.status === "running") return;
+    lastProgress = progress(strip);
     available = await discoverKeys();
     charts = RunCharts.resolve(available);
     document.getElementById("no-metrics")?.remove();
