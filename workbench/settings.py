@@ -190,6 +190,13 @@ MEDIA_URL = "media/"
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 DATASET_MAX_UPLOAD_BYTES = int(os.environ.get("DATASET_MAX_UPLOAD_BYTES", str(256 * 1024 * 1024)))
+# What one dataset may hold: columns (distinct fields), bytes per row, bytes a Parquet file decodes to,
+# nesting depth and digits of a JSON integer; uploads past any of them are refused with the limit named.
+DATASET_MAX_COLUMNS = int(os.environ.get("DATASET_MAX_COLUMNS", "256"))
+DATASET_MAX_ROW_BYTES = int(os.environ.get("DATASET_MAX_ROW_BYTES", str(1024 * 1024)))
+DATASET_MAX_EXPANDED_BYTES = int(os.environ.get("DATASET_MAX_EXPANDED_BYTES", str(1024 * 1024 * 1024)))
+DATASET_MAX_NESTING_DEPTH = int(os.environ.get("DATASET_MAX_NESTING_DEPTH", "64"))
+DATASET_MAX_INTEGER_DIGITS = int(os.environ.get("DATASET_MAX_INTEGER_DIGITS", "100"))
 FILE_UPLOAD_TEMP_DIR = os.environ.get("DJANGO_FILE_UPLOAD_TEMP_DIR") or None
 
 # Internal hosts that HTTP tools and SandboxFusion may reach ("sandbox.internal:8080,10.0.0.5"): the web

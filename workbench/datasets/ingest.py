@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.datasets.parsing import FileError, RawRecord, RowError, check_size, read_records
+from workbench.datasets.limits import UploadLimits
+from workbench.datasets.parsing import check_size, read_records
+from workbench.datasets.records import FileError, RawRecord, RowError
 from workbench.datasets.rows import RowData, validate_record
 from workbench.datasets.splits import EVAL, TRAIN, eval_indices, split_from_value
 from workbench.datasets.statistics import FieldStatistics
@@ -47,13 +49,15 @@ class Report:
         return self.errors + ([f"... and {hidden} more problems"] if hidden else [])
 
 
-def _records(handle, fmt: str, split: SplitConfig) -> Iterator[tuple[str, RowData | list[RowError], str]]:
+def _records(
+    handle, fmt: str, split: SplitConfig, limits: UploadLimits
+) -> Iterator[tuple[str, RowData | list[RowError], str]]:
     """(where, validated row or its errors, split) per record; parse errors come as a one-error list."""
-    for record in read_records(handle, fmt):
+    for record in read_records(handle, fmt, limits):
         if isinstance(record, RowError):
             yield record.where, [record], TRAIN
             continue
-        row = validate_record(record.where, record.fields)
+        row = validate_record(record.where, record.fields, limits)
         chosen, split_error = _column_split(record, split)
         if split_error is not None:
             row = (row if isinstance(row, list) else []) + [split_error]
@@ -69,20 +73,23 @@ def _column_split(record: RawRecord, split: SplitConfig) -> tuple[str, RowError 
         return TRAIN, RowError(record.where, str(exc), split.column)
 
 
-def validate_file(path: Path, fmt: str, split: SplitConfig, limit: int, progress: Progress) -> Report:
+def validate_file(
+    path: Path, fmt: str, split: SplitConfig, limits: UploadLimits, progress: Progress
+) -> Report:
     """Pass 1: every problem (by row and field) and per-field statistics; stores nothing."""
     report, stats = Report(), FieldStatistics()
     size = path.stat().st_size
     try:
-        check_size(size, limit)
+        check_size(size, limits.max_upload_bytes)
         with path.open("rb") as handle:
-            for _, row, chosen in _records(handle, fmt, split):
+            for _, row, chosen in _records(handle, fmt, split, limits):
                 report.rows += 1
                 report.eval_rows += chosen == EVAL
                 for error in row if isinstance(row, list) else []:
                     report.add_error(str(error))
                 if not isinstance(row, list):
                     stats.add(_stat_fields(row))
+                    _check_columns(stats, limits)
                 if report.rows % PROGRESS_EVERY_ROWS == 0:
                     progress(handle.tell() / size, f"Checked {report.rows} rows")
     except FileError as exc:
@@ -96,6 +103,15 @@ def validate_file(path: Path, fmt: str, split: SplitConfig, limit: int, progress
     return report
 
 
+def _check_columns(stats: FieldStatistics, limits: UploadLimits) -> None:
+    """Rows may each keep to the column limit yet bring new fields: the dataset as a whole must too."""
+    if stats.field_count > limits.max_columns:
+        raise FileError(
+            f"the rows have more than {limits.max_columns} distinct fields (prompt, answer, metadata "
+            f"keys...); the limit is {limits.max_columns} columns"
+        )
+
+
 def _stat_fields(row: RowData) -> dict[str, Any]:
     fields = {"prompt": row.prompt, "answer": row.answer, "tool_calls": row.tool_calls}
     fields["initial_state"] = row.initial_state
@@ -103,11 +119,13 @@ def _stat_fields(row: RowData) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def stored_rows(path: Path, fmt: str, split: SplitConfig, n_rows: int) -> Iterator[tuple[int, str, RowData]]:
+def stored_rows(
+    path: Path, fmt: str, split: SplitConfig, n_rows: int, limits: UploadLimits
+) -> Iterator[tuple[int, str, RowData]]:
     """Pass 2 over a file pass 1 found valid: (index, split, row) for every row."""
     eval_set = set(eval_indices(n_rows, split.eval_ratio, split.seed)) if split.method == "ratio" else set()
     with path.open("rb") as handle:
-        for index, (where, row, chosen) in enumerate(_records(handle, fmt, split)):
+        for index, (where, row, chosen) in enumerate(_records(handle, fmt, split, limits)):
             if isinstance(row, list):  # the file changed between the passes
                 raise FileError(f"{where}: the file changed while it was being stored")
             yield index, (EVAL if index in eval_set else chosen), row

@@ -6,10 +6,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.datasets.parsing import RowError
+from workbench.datasets.limits import UploadLimits
+from workbench.datasets.records import RowError
+from workbench.datasets.values import ValueProblem, check, loads
 
 PROMPT_FIELDS = ("prompt", "question")
 KNOWN_FIELDS = {*PROMPT_FIELDS, "answer", "tool_calls", "initial_state", "metadata"}
+NOTED = object()  # what a JSON cell decodes to when its problem is already noted
 
 
 @dataclass
@@ -23,33 +26,55 @@ class RowData:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def validate_record(where: str, fields: dict[str, Any]) -> RowData | list[RowError]:
+def validate_record(where: str, fields: dict[str, Any], limits: UploadLimits) -> RowData | list[RowError]:
     """Turn raw fields into a RowData, or return every problem found, each with its field."""
     errors: list[RowError] = []
 
     def fail(name: str, message: str) -> None:
         errors.append(RowError(where, message, name))
 
+    def decode(name: str, text: str) -> Any:
+        """JSON text of a cell, checked; NOTED (the problem noted) when it breaks a limit."""
+        try:
+            return loads(text, limits)
+        except ValueProblem as exc:
+            fail(name, str(exc))
+            return NOTED
+
+    fields = _checked(fields, limits, fail)
     prompt_key = next((k for k in PROMPT_FIELDS if k in fields), None)
     prompt = fields.get(prompt_key) if prompt_key else None
-    if not isinstance(prompt, str) or not prompt.strip():
+    prompt_noted = any(e.field in PROMPT_FIELDS for e in errors)
+    if (not isinstance(prompt, str) or not prompt.strip()) and not prompt_noted:
         fail(prompt_key or "prompt", "required: a non-empty text in 'prompt' or 'question'")
     answer = _answer(fields.get("answer"), fail)
-    tool_calls = _tool_calls(fields.get("tool_calls"), fail)
+    tool_calls = _tool_calls(fields.get("tool_calls"), fail, decode)
     if answer is None and tool_calls is None and not any(e.field in ("answer", "tool_calls") for e in errors):
         fail("answer", "required when tool_calls is absent")
-    initial_state = _maybe_json(fields.get("initial_state"))
-    metadata = _metadata(fields, prompt_key, fail)
+    initial_state = _maybe_json(fields.get("initial_state"), "initial_state", decode)
+    initial_state = None if initial_state is NOTED else initial_state
+    metadata = _metadata(fields, prompt_key, fail, decode)
     if errors:
         return errors
     return RowData(prompt, answer, tool_calls, initial_state, metadata)
 
 
-def _maybe_json(value: Any) -> Any:
+def _checked(fields: dict[str, Any], limits: UploadLimits, fail) -> dict[str, Any]:
+    """The fields whose values can be stored (see `values.check`); each other one is noted by `fail`."""
+    kept = {}
+    for name, value in fields.items():
+        try:
+            kept[name] = check(value, limits)
+        except ValueProblem as exc:
+            fail(name, str(exc))
+    return kept
+
+
+def _maybe_json(value: Any, name: str, decode) -> Any:
     """CSV cells (and some Parquet columns) hold nested values as JSON text; decode when it parses."""
     if isinstance(value, str) and value.strip()[:1] in ("{", "["):
         try:
-            return json.loads(value)
+            return decode(name, value)
         except json.JSONDecodeError:
             return value
     return value
@@ -64,14 +89,16 @@ def _answer(value: Any, fail) -> str | None:
     return str(value)
 
 
-def _tool_calls(value: Any, fail) -> list[dict[str, Any]] | None:
+def _tool_calls(value: Any, fail, decode) -> list[dict[str, Any]] | None:
     if value is None:
         return None
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = decode("tool_calls", value)
         except json.JSONDecodeError as exc:
             fail("tool_calls", f"invalid JSON: {exc.msg} at column {exc.colno}")
+            return None
+        if value is NOTED:
             return None
     if isinstance(value, dict):
         value = [value]
@@ -88,15 +115,17 @@ def _tool_calls(value: Any, fail) -> list[dict[str, Any]] | None:
             continue
         if not isinstance(call.get("name"), str) or not call["name"].strip():
             fail(f"{name}.name", "required: the tool's name")
-        arguments = _maybe_json(call.get("arguments", {}))
-        if not isinstance(arguments, dict):
+        arguments = _maybe_json(call.get("arguments", {}), f"{name}.arguments", decode)
+        if not isinstance(arguments, dict) and arguments is not NOTED:
             fail(f"{name}.arguments", "must be a JSON object")
         calls.append({"name": call.get("name"), "arguments": arguments})
     return calls
 
 
-def _metadata(fields: dict[str, Any], prompt_key: str | None, fail) -> dict[str, Any]:
-    metadata = _maybe_json(fields.get("metadata", {}))
+def _metadata(fields: dict[str, Any], prompt_key: str | None, fail, decode) -> dict[str, Any]:
+    metadata = _maybe_json(fields.get("metadata", {}), "metadata", decode)
+    if metadata is NOTED:
+        return {}
     if not isinstance(metadata, dict):
         fail("metadata", "must be a JSON object")
         return {}

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from celery import signature
-from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
@@ -14,6 +13,7 @@ from workbench.accounts.access import require_role
 from workbench.accounts.models import Role, Team
 from workbench.catalog.services import catalog_item_create, catalog_version_create
 from workbench.datasets.ingest import Report, SplitConfig, stored_rows, validate_file
+from workbench.datasets.limits import UploadLimits
 from workbench.datasets.models import (
     Dataset,
     DatasetRow,
@@ -22,7 +22,8 @@ from workbench.datasets.models import (
     SplitMethod,
     UploadStatus,
 )
-from workbench.datasets.parsing import FileError, check_size, format_for_filename
+from workbench.datasets.parsing import check_head, check_size, format_for_filename
+from workbench.datasets.records import FileError
 from workbench.jobs.services import job_create, job_enqueue, job_fail, job_succeed, job_update
 
 ROW_BATCH = 1000
@@ -72,8 +73,7 @@ def dataset_upload_create(
         errors["file"] = "Choose a JSONL, CSV or Parquet file."
     if file is not None:
         try:
-            file_format = format_for_filename(file.name)
-            check_size(file.size, settings.DATASET_MAX_UPLOAD_BYTES)
+            file_format = _check_file(file)
         except FileError as exc:
             errors["file"] = str(exc)
     if errors:
@@ -95,12 +95,31 @@ def dataset_upload_create(
     else:
         upload.file, upload.source_name = previous.file.name, previous.source_name
         upload.file_format = previous.file_format
-    with transaction.atomic():
-        upload.job = job_create(team=team, kind="dataset_validate")
-        upload.save()
-        if not process_now:
-            job_enqueue(job=upload.job, task=signature(UPLOAD_TASK), upload_id=upload.pk)
-    return dataset_upload_process(upload_id=upload.pk) if process_now else upload
+    try:
+        with transaction.atomic():
+            upload.job = job_create(team=team, kind="dataset_validate")
+            upload.save()
+            if not process_now:
+                job_enqueue(job=upload.job, task=signature(UPLOAD_TASK), upload_id=upload.pk)
+    except BaseException:
+        if file is not None and upload.file.name:  # saved before the transaction rolled back
+            upload.file.storage.delete(upload.file.name)
+        raise
+    return dataset_upload_run(upload_id=upload.pk) if process_now else upload
+
+
+def _check_file(file: UploadedFile) -> str:
+    """The file's format, after the checks that need only its size and its start or footer (header
+    columns, first row, Parquet's promised size): refused here, such a file is never stored."""
+    file_format = format_for_filename(file.name)
+    limits = UploadLimits.from_settings()
+    check_size(file.size, limits.max_upload_bytes)
+    file.seek(0)
+    try:
+        check_head(file, file_format, limits)
+    finally:
+        file.seek(0)
+    return file_format
 
 
 def dataset_upload_process(*, upload_id: int) -> DatasetUpload:
@@ -118,20 +137,23 @@ def dataset_upload_process(*, upload_id: int) -> DatasetUpload:
         if job_id:
             job_update(job_id=job_id, progress=0.8 * fraction, message=message)
 
-    report = validate_file(path, upload.file_format, split, settings.DATASET_MAX_UPLOAD_BYTES, progress)
+    limits = UploadLimits.from_settings()
+    report = validate_file(path, upload.file_format, split, limits, progress)
     if not report.error_count:
         if job_id:
             job_update(job_id=job_id, progress=0.8, message=f"Storing {report.rows} rows")
         try:
-            upload.version = _store(upload=upload, report=report, split=split, path=path)
+            upload.version = _store(upload=upload, report=report, split=split, path=path, limits=limits)
         except (ValidationError, PermissionDenied, FileError) as exc:
             report.add_error(_message(exc))
     if report.error_count:
         return _upload_fail(upload=upload, report=report)
     upload.status = UploadStatus.DONE
-    upload.save(update_fields=["status", "version"])
-    if job_id:
-        job_succeed(job_id=job_id, message=f"Stored {report.rows} rows as version {upload.version.number}")
+    message = f"Stored {report.rows} rows as version {upload.version.number}"
+    with transaction.atomic():  # whoever sees the upload done sees its job done
+        upload.save(update_fields=["status", "version"])
+        if job_id:
+            job_succeed(job_id=job_id, message=message)
     return upload
 
 
@@ -146,13 +168,17 @@ def dataset_upload_run(*, upload_id: int) -> DatasetUpload:
 
 
 def dataset_upload_abort(*, upload_id: int, error: str) -> None:
-    """Record an unexpected failure (a bug, a lost database) so the page stops waiting; nothing was stored."""
-    DatasetUpload.objects.filter(pk=upload_id).exclude(status=UploadStatus.DONE).update(
-        status=UploadStatus.FAILED, errors=[f"internal error: {error}"]
-    )
-    job_id = DatasetUpload.objects.filter(pk=upload_id).values_list("job_id", flat=True).first()
-    if job_id:
-        job_fail(job_id=job_id, error=error, message="Internal error; nothing was saved")
+    """Record an unexpected failure (a bug, a lost database) so the page stops waiting; nothing was stored,
+    so the file goes too."""
+    upload = DatasetUpload.objects.exclude(status=UploadStatus.DONE).filter(pk=upload_id).first()
+    if upload is None:
+        return
+    _discard_file(upload)
+    with transaction.atomic():
+        upload.status, upload.errors = UploadStatus.FAILED, [f"internal error: {error}"]
+        upload.save(update_fields=["status", "errors"])
+        if upload.job_id:
+            job_fail(job_id=upload.job_id, error=error, message="Internal error; nothing was saved")
 
 
 def _message(exc: Exception) -> str:
@@ -162,19 +188,26 @@ def _message(exc: Exception) -> str:
 
 
 def _upload_fail(*, upload: DatasetUpload, report: Report) -> DatasetUpload:
+    _discard_file(upload)  # before the status: whoever sees the upload failed finds its file gone
     upload.status, upload.errors = UploadStatus.FAILED, report.messages()
-    upload.save(update_fields=["status", "errors"])
-    # An invalid file is of no further use, unless it is an earlier version's file being re-split.
-    if not DatasetVersion.objects.filter(file=upload.file.name).exists():
-        upload.file.storage.delete(upload.file.name)
-    if upload.job_id:
-        summary = f"{report.error_count} problem{'s' if report.error_count != 1 else ''}; nothing was saved"
-        job_fail(job_id=upload.job_id, error="\n".join(upload.errors), message=summary)
+    summary = f"{report.error_count} problem{'s' if report.error_count != 1 else ''}; nothing was saved"
+    with transaction.atomic():  # and its job failed
+        upload.save(update_fields=["status", "errors"])
+        if upload.job_id:
+            job_fail(job_id=upload.job_id, error="\n".join(upload.errors), message=summary)
     return upload
 
 
+def _discard_file(upload: DatasetUpload) -> None:
+    """A failed upload's file is of no further use, unless it is an earlier version's file being re-split."""
+    if upload.file.name and not DatasetVersion.objects.filter(file=upload.file.name).exists():
+        upload.file.storage.delete(upload.file.name)
+
+
 @transaction.atomic
-def _store(*, upload: DatasetUpload, report: Report, split: SplitConfig, path: Path) -> DatasetVersion:
+def _store(
+    *, upload: DatasetUpload, report: Report, split: SplitConfig, path: Path, limits: UploadLimits
+) -> DatasetVersion:
     """One transaction: the version (and dataset) and every row, or nothing."""
     version = DatasetVersion(
         description=upload.description,
@@ -198,7 +231,7 @@ def _store(*, upload: DatasetUpload, report: Report, split: SplitConfig, path: P
     else:
         version = catalog_version_create(item=upload.dataset, version=version, user=upload.created_by)
     batch = []
-    for index, split_name, row in stored_rows(path, upload.file_format, split, report.rows):
+    for index, split_name, row in stored_rows(path, upload.file_format, split, report.rows, limits):
         batch.append(
             DatasetRow(
                 version=version,

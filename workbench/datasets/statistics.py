@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 EXAMPLE_CHARS = 80
+_FLOAT_MAX_BITS = 1023  # larger integers overflow float(); their statistics leave them out
 
 
 def json_type(value: Any) -> str:
@@ -29,23 +30,24 @@ def json_type(value: Any) -> str:
 
 @dataclass
 class _Running:
-    """Count, min, max and sum of a stream of numbers."""
+    """Count, min, max and mean of a stream of finite numbers (a running mean: a sum of large values
+    would overflow to inf, which JSON cannot hold)."""
 
     count: int = 0
     low: float | None = None
     high: float | None = None
-    total: float = 0.0
+    mean: float = 0.0
 
     def add(self, x: float) -> None:
         self.count += 1
         self.low = x if self.low is None else min(self.low, x)
         self.high = x if self.high is None else max(self.high, x)
-        self.total += x
+        self.mean += x / self.count - self.mean / self.count
 
     def summary(self) -> dict[str, float] | None:
         if not self.count:
             return None
-        return {"min": self.low, "max": self.high, "mean": self.total / self.count}
+        return {"min": self.low, "max": self.high, "mean": self.mean}
 
 
 @dataclass
@@ -62,7 +64,7 @@ class _FieldStats:
         self.types[kind] = self.types.get(kind, 0) + 1
         if self.example is None and value not in (None, "", [], {}):
             self.example = str(value)[:EXAMPLE_CHARS]
-        if kind in ("integer", "number"):
+        if kind == "number" or (kind == "integer" and value.bit_length() <= _FLOAT_MAX_BITS):
             self.numeric.add(float(value))
         elif kind in ("string", "array", "object"):
             self.length.add(float(len(value)))
@@ -75,6 +77,10 @@ class FieldStatistics:
     def __init__(self) -> None:
         self.rows = 0
         self._fields: dict[str, _FieldStats] = {}
+
+    @property
+    def field_count(self) -> int:
+        return len(self._fields)
 
     def add(self, fields: dict[str, Any]) -> None:
         self.rows += 1

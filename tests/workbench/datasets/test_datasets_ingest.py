@@ -2,8 +2,10 @@
 
 import json
 import tracemalloc
+from dataclasses import replace
 
 from workbench.datasets.ingest import SplitConfig, validate_file
+from workbench.datasets.limits import UploadLimits
 
 
 def test_validation_memory_does_not_grow_with_the_file(tmp_path):
@@ -16,7 +18,11 @@ def test_validation_memory_does_not_grow_with_the_file(tmp_path):
     size = path.stat().st_size
     tracemalloc.start()
     report = validate_file(
-        path, "jsonl", SplitConfig("ratio", 0.1, 0), limit=10 * size, progress=lambda *_: None
+        path,
+        "jsonl",
+        SplitConfig("ratio", 0.1, 0),
+        limits=replace(UploadLimits.from_settings(), max_upload_bytes=10 * size),
+        progress=lambda *_: None,
     )
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -28,6 +34,12 @@ def test_progress_is_reported_from_the_file_position(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text("".join(json.dumps({"question": "q", "answer": i}) + "\n" for i in range(3000)))
     seen = []
-    validate_file(path, "jsonl", SplitConfig("ratio"), limit=10**9, progress=lambda f, m: seen.append((f, m)))
+    validate_file(
+        path,
+        "jsonl",
+        SplitConfig("ratio"),
+        limits=UploadLimits.from_settings(),
+        progress=lambda f, m: seen.append((f, m)),
+    )
     assert [m for _, m in seen] == ["Checked 1000 rows", "Checked 2000 rows", "Checked 3000 rows"]
     assert all(0 < f <= 1 for f, _ in seen) and seen[-1][0] == 1.0

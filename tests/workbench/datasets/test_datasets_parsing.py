@@ -1,17 +1,15 @@
+import io
 import json
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from workbench.datasets.parsing import (
-    FileError,
-    RawRecord,
-    RowError,
-    check_size,
-    format_for_filename,
-    read_records,
-)
+from workbench.datasets.limits import UploadLimits
+from workbench.datasets.parquet import decoded_bytes
+from workbench.datasets.parsing import check_head, check_size, format_for_filename, read_records
+from workbench.datasets.records import FileError, RawRecord, RowError
 
 
 def _write(tmp_path, name, data: bytes):
@@ -22,7 +20,7 @@ def _write(tmp_path, name, data: bytes):
 
 def _read(path, fmt):
     with path.open("rb") as handle:
-        return list(read_records(handle, fmt))
+        return list(read_records(handle, fmt, UploadLimits.from_settings()))
 
 
 def test_jsonl_malformed_line_reports_line_and_column(tmp_path):
@@ -98,5 +96,54 @@ def test_row_error_with_field_names_it():
 def test_csv_reader_leaves_the_callers_handle_open(tmp_path):
     path = _write(tmp_path, "d.csv", b"question,answer\nq,1\n")
     with path.open("rb") as handle:
-        assert len(list(read_records(handle, "csv"))) == 1
+        assert len(list(read_records(handle, "csv", UploadLimits.from_settings()))) == 1
         assert not handle.closed and handle.tell() == path.stat().st_size
+
+
+class _CountingFile(io.BytesIO):
+    """A file that counts the bytes its readers took."""
+
+    taken = 0
+
+    def read(self, size=-1):
+        data = super().read(size)
+        self.taken += len(data)
+        return data
+
+    def readline(self, size=-1):
+        data = super().readline(size)
+        self.taken += len(data)
+        return data
+
+
+def test_a_wide_csv_header_is_refused_after_reading_one_row_limit_of_it():
+    limits = UploadLimits.from_settings()
+    handle = _CountingFile(("q," * 1_000_000 + "\n" + "x," * 1_000_000 + "\n").encode())
+    with pytest.raises(FileError, match="the header has more than 256 columns, the limit"):
+        check_head(handle, "csv", limits)
+    assert handle.taken == limits.max_row_bytes + 1  # of 4 MB
+
+
+def test_a_long_jsonl_line_is_refused_after_reading_one_row_limit_of_it():
+    limits = replace(UploadLimits.from_settings(), max_row_bytes=1000)
+    handle = _CountingFile(b'{"prompt": "p", "answer": "1"}\n{"prompt": "' + b"x" * 100_000 + b'"}\n')
+    with pytest.raises(FileError, match=r"line 2 is longer than 1\.0 kB, the limit per row"):
+        list(read_records(handle, "jsonl", limits))
+    assert handle.taken <= 32 + limits.max_row_bytes + 1
+
+
+def test_decoded_bytes_count_a_dictionary_entry_each_time_it_is_used(tmp_path):
+    table = pa.table({
+        "s": ["a" * 1000, None, "a" * 1000, "bb"],
+        "lst": [["x" * 500, "x" * 500], None, [], ["y"]],
+        "st": [{"k": "v" * 300, "n": 1}, None, {"k": None, "n": 2}, {"k": "w", "n": 3}],
+        "m": pa.array([[("key", "z" * 200)], None, [], [("a", "b")]], pa.map_(pa.string(), pa.string())),
+        "f": [1.0, 2.0, None, 4.0],
+    })  # fmt: skip
+    path = tmp_path / "d.parquet"
+    pq.write_table(table, path)
+    plain = next(pq.ParquetFile(path).iter_batches())
+    texts = ["s", "lst.list.element", "st.k", "m.key_value.key", "m.key_value.value"]
+    encoded = next(pq.ParquetFile(path, read_dictionary=texts).iter_batches())
+    assert pa.types.is_dictionary(encoded.column("s").type)
+    assert decoded_bytes(encoded) == decoded_bytes(plain) > 1000 + 1000 + 1000 + 300 + 200

@@ -82,8 +82,9 @@ def test_many_errors_are_capped_with_a_count(team, member, upload_file):
 
 def test_wrong_encoding_is_a_clear_error(team, member, upload_file):
     content = 'question,answer\n"caf\xe9?",1\n'.encode("latin-1")
-    upload = _upload(team, member, upload_file, content=content, filename="d.csv")
-    assert upload.errors[0].startswith("the file is not UTF-8 text (near row 1: byte 0xe9")
+    with pytest.raises(ValidationError) as exc:  # seen in the first row, so refused before it is stored
+        _upload(team, member, upload_file, content=content, filename="d.csv")
+    assert exc.value.message_dict["file"][0].startswith("the file is not UTF-8 text (line 2: byte 0xe9")
 
 
 def test_empty_and_blank_files_are_refused(team, member, upload_file):
@@ -98,7 +99,7 @@ def test_over_size_file_is_refused_before_anything_is_stored(team, member, uploa
     settings.DATASET_MAX_UPLOAD_BYTES = 100
     with pytest.raises(ValidationError) as exc:
         _upload(team, member, upload_file, content=_jsonl(_rows(10)))
-    assert exc.value.message_dict["file"] == ["the file is 0.0 MB; the upload limit is 0.0 MB"]
+    assert exc.value.message_dict["file"] == ["the file is 461 bytes; the upload limit is 100 bytes"]
     assert DatasetUpload.objects.count() == 0
 
 
