@@ -10,17 +10,20 @@ class DatasetVersionChoice(forms.ModelChoiceField):
     """A dataset version select; use in a TeamScopedFormMixin form so it offers only the user's teams'."""
 
     def __init__(self, **kwargs):
-        super().__init__(queryset=latest_versions(DatasetVersion), **kwargs)
+        # Choices need names and row counts only: statistics (a JSON document per version) stay unread.
+        super().__init__(queryset=latest_versions(DatasetVersion).defer("statistics"), **kwargs)
 
     def label_from_instance(self, obj) -> str:
         return f"{obj.item.name} v{obj.number} ({obj.row_count} rows)"
 
 
 class DatasetUploadForm(forms.Form):
-    """A new version: the file (optional when editing, to re-split the latest file) and its split."""
+    """A new version: the file (optional when editing, to re-split the latest file) and its split.
+
+    The file comes last, so a browser sends every other field before it: an upload stopped at the size
+    limit (`upload_error`, see upload_handler) still has them, and the form shows only the file's error."""
 
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
-    file = forms.FileField(required=False, help_text="JSONL, CSV or Parquet; one row per prompt.")
     split_method = forms.ChoiceField(choices=SplitMethod.choices, initial=SplitMethod.RATIO)
     eval_ratio = forms.FloatField(initial=0.1, min_value=0.0, max_value=0.99, label="Eval fraction")
     split_seed = forms.IntegerField(initial=0, label="Seed")
@@ -28,12 +31,22 @@ class DatasetUploadForm(forms.Form):
         max_length=100, required=False, help_text="Cells: train or eval (test, val)."
     )
     note = forms.CharField(max_length=200, required=False, help_text="What changed in this version.")
+    file = forms.FileField(required=False, help_text="JSONL, CSV or Parquet; one row per prompt.")
+
+    def __init__(self, *args, upload_error: str | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.upload_error = upload_error
+
+    def clean_file(self):
+        if self.upload_error:
+            raise forms.ValidationError(self.upload_error)
+        return self.cleaned_data.get("file")
 
 
 class DatasetCreateForm(DatasetUploadForm):
     name = forms.CharField(max_length=100)
-    field_order = ["name", "description", "file"]
+    field_order = ["name", "description"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["file"].required = True
+        self.fields["file"].required = self.upload_error is None  # else the refusal is the file's error

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+import json
+from dataclasses import dataclass
+
+from django.db.models import QuerySet, TextField
+from django.db.models.functions import Cast, Left
 from django.http import Http404
 
 from workbench.accounts.access import get_scoped_or_404
@@ -11,6 +15,8 @@ from workbench.catalog.selectors import catalog_items_for
 from workbench.datasets.models import Dataset, DatasetRow, DatasetUpload, DatasetVersion
 
 PREVIEW_ROWS = 20
+PREVIEW_CELL_CHARS = 300
+_JSON_CELLS = ("tool_calls", "initial_state", "metadata")
 
 
 def dataset_list(*, user, team: Team | None) -> QuerySet[Dataset]:
@@ -35,6 +41,60 @@ def dataset_rows(*, version: DatasetVersion, split: str | None = None, limit: in
     if split:
         rows = rows.filter(split=split)
     return list(rows[:limit])
+
+
+@dataclass(frozen=True)
+class RowPreview:
+    """A row as pages show it: each cell at most PREVIEW_CELL_CHARS characters, JSON cells as text."""
+
+    index: int
+    split: str
+    prompt: str
+    answer: str
+    tool_calls: str
+    initial_state: str
+    metadata: str
+
+
+def dataset_row_previews(
+    *, version: DatasetVersion, split: str | None = None, limit: int = PREVIEW_ROWS
+) -> list[RowPreview]:
+    """The first rows, each cell cut in the database: however wide a stored row is (long texts, many
+    metadata keys), a page reads a few hundred characters of it."""
+    rows = version.rows.all()
+    if split:
+        rows = rows.filter(split=split)
+    cut = PREVIEW_CELL_CHARS + 1  # one more, to tell a cut cell from one that fits
+    cells = rows.values("index", "split").annotate(
+        prompt_cut=Left("prompt", cut),
+        answer_cut=Left("answer", cut),
+        **{f"{name}_cut": Left(Cast(name, TextField()), cut) for name in _JSON_CELLS},
+    )[:limit]
+    return [
+        RowPreview(
+            index=row["index"],
+            split=row["split"],
+            prompt=_shortened(row["prompt_cut"]),
+            answer=_shortened(row["answer_cut"]),
+            **{name: _json_cell(row[f"{name}_cut"]) for name in _JSON_CELLS},
+        )
+        for row in cells
+    ]
+
+
+def _shortened(text: str | None) -> str:
+    if text is None:
+        return ""
+    return text if len(text) <= PREVIEW_CELL_CHARS else text[: PREVIEW_CELL_CHARS - 1] + "…"
+
+
+def _json_cell(text: str | None) -> str:
+    """Indented JSON when the whole value fits, else its start; empty for null and {}."""
+    if text is None or text in ("null", "{}"):
+        return ""
+    if len(text) > PREVIEW_CELL_CHARS:
+        return _shortened(text)
+    return json.dumps(json.loads(text), indent=2, ensure_ascii=False, sort_keys=True)
 
 
 def dataset_row_at(*, version: DatasetVersion, index: int) -> DatasetRow | None:

@@ -9,6 +9,7 @@ from workbench.catalog import pages
 from workbench.datasets import selectors, services
 from workbench.datasets.forms import DatasetCreateForm, DatasetUploadForm
 from workbench.datasets.splits import EVAL, TRAIN
+from workbench.datasets.upload_handler import limited_upload, upload_refusal
 
 
 def dataset_list(request):
@@ -22,7 +23,7 @@ def dataset_detail(request, pk: int):
     version = selectors.dataset_version_get(dataset=dataset, number=pages.requested_version(request))
     context = {
         **pages.detail_context(request, item=dataset, version=version, item_key="dataset"),
-        "rows": selectors.dataset_rows(version=version),
+        "rows": selectors.dataset_row_previews(version=version),
     }
     return render(request, "datasets/detail.html", context)
 
@@ -32,13 +33,14 @@ def dataset_rows(request, pk: int, number: int):
     dataset = selectors.dataset_get(user=request.user, pk=pk)
     version = selectors.dataset_version_get(dataset=dataset, number=number)
     split = request.GET.get("split") if request.GET.get("split") in (TRAIN, EVAL) else None
-    rows = selectors.dataset_rows(version=version, split=split)
+    rows = selectors.dataset_row_previews(version=version, split=split)
     return render(request, "datasets/_rows.html", {"rows": rows, "version": version, "split": split})
 
 
+@limited_upload
 @team_role_required(Role.MEMBER)
 def dataset_create(request):
-    form = DatasetCreateForm(request.POST or None, request.FILES or None)
+    form = _bound(DatasetCreateForm, request)
     if request.method == "POST" and form.is_valid():
         upload = _upload(form, team=request.team, user=request.user, name=form.cleaned_data["name"])
         if upload is not None:
@@ -46,6 +48,7 @@ def dataset_create(request):
     return render(request, "datasets/form.html", {"form": form, "dataset": None})
 
 
+@limited_upload
 def dataset_edit(request, pk: int):
     dataset = pages.editable(selectors.dataset_get(user=request.user, pk=pk, min_role=Role.MEMBER))
     latest = dataset.latest_version()
@@ -56,12 +59,20 @@ def dataset_edit(request, pk: int):
         "split_seed": latest.split_seed,
         "split_column": latest.split_column,
     }
-    form = DatasetUploadForm(request.POST or None, request.FILES or None, initial=initial)
+    form = _bound(DatasetUploadForm, request, initial=initial)
     if request.method == "POST" and form.is_valid():
         upload = _upload(form, team=dataset.team, user=request.user, name=dataset.name, dataset=dataset)
         if upload is not None:
             return redirect(upload)
     return render(request, "datasets/form.html", {"form": form, "dataset": dataset, "latest": latest})
+
+
+def _bound(form_class, request, **kwargs):
+    """The upload form, bound on POST; the body is parsed first, so the upload limit can say why it stops."""
+    if request.method != "POST":
+        return form_class(**kwargs)
+    data, files = request.POST, request.FILES
+    return form_class(data, files, upload_error=upload_refusal(request), **kwargs)
 
 
 def _upload(form, *, team, user, name, dataset=None):
