@@ -83,6 +83,8 @@ def decoded_bytes(data: pa.RecordBatch | pa.Array) -> int:
         return sum(decoded_bytes(column) for column in data.columns)
     kind = data.type
     if pa.types.is_dictionary(kind):
+        if not _is_variable_width(kind.value_type):  # fixed width: as large as the footer says
+            return decoded_bytes(data.dictionary.take(data.indices))
         entry_bytes = pc.fill_null(pc.binary_length(data.dictionary), 0)
         return _sum(pc.take(entry_bytes, data.indices)) + _OFFSET_BYTES * len(data)
     if pa.types.is_map(kind):
@@ -93,7 +95,12 @@ def decoded_bytes(data: pa.RecordBatch | pa.Array) -> int:
         return sum(decoded_bytes(child) for child in data.flatten())
     if _is_variable_width(kind):
         return _sum(pc.binary_length(data)) + _OFFSET_BYTES * len(data)
-    return len(data) * max(1, getattr(kind, "bit_width", 8) // 8)
+    return len(data) * _value_bytes(kind)
+
+
+def _value_bytes(kind: pa.DataType) -> int:
+    """Bytes of one value of a fixed-width type: a bit rounds up to a byte, null takes none."""
+    return 0 if pa.types.is_null(kind) else max(1, kind.bit_width // 8)
 
 
 def _is_variable_width(kind: pa.DataType) -> bool:

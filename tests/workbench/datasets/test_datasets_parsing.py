@@ -1,3 +1,4 @@
+import datetime
 import io
 import json
 from dataclasses import replace
@@ -147,3 +148,23 @@ def test_decoded_bytes_count_a_dictionary_entry_each_time_it_is_used(tmp_path):
     encoded = next(pq.ParquetFile(path, read_dictionary=texts).iter_batches())
     assert pa.types.is_dictionary(encoded.column("s").type)
     assert decoded_bytes(encoded) == decoded_bytes(plain) > 1000 + 1000 + 1000 + 300 + 200
+
+
+def test_parquet_columns_of_any_arrow_type_are_read(tmp_path):
+    table = pa.table({
+        "question": ["q", "r"],
+        "nothing": pa.array([None, None], pa.null()),
+        "flag": [True, False],
+        "day": pa.array([datetime.date(2026, 1, 2)] * 2),
+        "codes": pa.array([1, 2]).dictionary_encode(),  # restored as a dictionary of ints
+        "pair": pa.array([b"ab", b"cd"], pa.binary(2)),
+        "big": pa.array([[1], [2, 3]], pa.large_list(pa.int64())),
+        "fixed": pa.array([[1, 2], [3, 4]], pa.list_(pa.int64(), 2)),
+    })  # fmt: skip
+    path = tmp_path / "d.parquet"
+    pq.write_table(table, path)
+    records = _read(path, "parquet")
+    assert records[1] == RawRecord("row 2", {
+        "question": "r", "flag": False, "day": datetime.date(2026, 1, 2), "codes": 2, "pair": b"cd",
+        "big": [2, 3], "fixed": [3, 4],
+    })  # fmt: skip
