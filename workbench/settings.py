@@ -245,6 +245,13 @@ CELERY_WORKER_SEND_TASK_EVENTS = False
 WORKER_HEARTBEAT_INTERVAL = float(os.environ.get("WORKER_HEARTBEAT_INTERVAL", "5"))
 WORKER_HEARTBEAT_TTL = float(os.environ.get("WORKER_HEARTBEAT_TTL", "15"))
 
+# A worker training a run renews its lease (the run's heartbeat, valid RUNS_LEASE_S) every RUNS_LEASE_S / 5
+# seconds. Every worker sweeps every RUNS_SWEEP_INTERVAL_S for runs whose lease expired (their worker died)
+# and re-enqueues each once; a run stranded on its RUNS_MAX_ATTEMPTS-th attempt fails instead.
+RUNS_LEASE_S = float(os.environ.get("RUNS_LEASE_S", "30"))
+RUNS_SWEEP_INTERVAL_S = float(os.environ.get("RUNS_SWEEP_INTERVAL_S", "10"))
+RUNS_MAX_ATTEMPTS = int(os.environ.get("RUNS_MAX_ATTEMPTS", "3"))
+
 # Operator bounds on runs launched from the workbench (workbench/runs/bounds.py: checked at launch and
 # again on the worker). Each setting is named after its variable; `python -m trainers` is not bounded.
 WORKBENCH_SANDBOX_MAX_WALL_S = float(os.environ.get("WORKBENCH_SANDBOX_MAX_WALL_S", "60"))

@@ -1,4 +1,5 @@
-"""Status page (database, broker, live workers), job progress polling, queue checks, health."""
+"""Status page (database, broker, live workers, stranded and recovered runs), job progress polling, queue
+checks, health."""
 
 from django.contrib.auth.decorators import login_not_required
 from django.http import Http404, JsonResponse
@@ -12,6 +13,7 @@ from workbench.jobs import selectors, services
 from workbench.jobs.models import JobProgress
 from workbench.jobs.queues import QUEUE_NAMES
 from workbench.jobs.tasks import queue_check
+from workbench.runs.recovery_selectors import run_recoveries, runs_stranded
 
 
 def status(request):
@@ -45,6 +47,8 @@ def _status_context(request) -> dict:
         # The web server runs members' "try it" code too, so its own setting counts as much as a worker's.
         "sandbox_insecure": sandbox_insecure_allowed() or any(w.sandbox_insecure for w in workers),
         "sandbox_insecure_env": SANDBOX_INSECURE_ENV,
+        "stranded_runs": runs_stranded(user=request.user),
+        "recoveries": run_recoveries(user=request.user),
     }
 
 

@@ -6,3 +6,6 @@ class RunsConfig(AppConfig):
     name = "workbench.runs"
     label = "runs"
     verbose_name = "Runs"
+
+    def ready(self) -> None:
+        from workbench.runs import sweeper  # noqa: F401  (connects the worker signals)

@@ -1,13 +1,12 @@
 """The worker side of a run: claim it, build the trainers config from the snapshot, train into the
-database sink, and record how it ended. Redelivered after a crash, it resumes from the last checkpoint.
+database sink, and record how it ended. Handed on after its worker died (redelivered, or requeued by a
+sweep once its lease expired), it resumes from the last checkpoint on whichever worker picks it up.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import threading
 import time
 import traceback
 from collections import deque
@@ -17,49 +16,24 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from trainers.workbench_api import RunConfig, validate_config
 
 from .alerts import run_alerts_detect
 from .bounds import run_config_bound
-from .models import Run, RunStatus
+from .lease import LeaseKeeper, LeaseLost, lease_is_live
+from .models import Checkpoint, Run, RunStatus
+from .recovery import recovery_resumed, run_take_over
 from .sink import DatabaseSink
 
 logger = logging.getLogger(__name__)
 LOG_TAIL_LINES = 200
-# A running run whose heartbeat is younger than this belongs to a live worker: a second delivery of its
-# task (a broker redelivering an unacknowledged message) waits instead of training it twice.
-LEASE_S = float(os.environ.get("RUNS_LEASE_S", "30"))
-HEARTBEAT_S = LEASE_S / 5
 
 
 class RunBusy(Exception):
-    """Another live worker holds this run; retry the delivery after the lease."""
-
-
-class Heartbeat(threading.Thread):
-    """Stamps the run's heartbeat while it trains, also through long steps that log nothing."""
-
-    def __init__(self, run_id: int, interval: float = HEARTBEAT_S) -> None:
-        super().__init__(name=f"run-{run_id}-heartbeat", daemon=True)
-        self.run_id, self.interval = run_id, interval
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        try:
-            while not self.stopped.wait(self.interval):
-                self.beat()
-        finally:
-            connection.close()  # this thread's own connection
-
-    def beat(self) -> None:
-        """Skip a beat rather than wait when a service holds the row (the next beat is soon)."""
-        with transaction.atomic():
-            rows = Run.objects.select_for_update(skip_locked=True).filter(pk=self.run_id)
-            if rows.values_list("pk", flat=True):
-                rows.update(heartbeat_at=timezone.now())
+    """Another live worker holds this run (its lease is valid); retry the delivery after the lease."""
 
 
 class LogTail(logging.Handler):
@@ -108,16 +82,18 @@ def run_dir(run: Run) -> Path:
 
 @transaction.atomic
 def run_claim(*, run_id: int, worker: str) -> Run | None:
-    """Mark the run running (again, on redelivery); None when it is already finished or cancelled."""
+    """Start a new attempt: mark the run running with a fresh lease; None when it is already finished or
+    cancelled, or was stranded on its last allowed attempt."""
     run = Run.objects.select_for_update().filter(pk=run_id).first()
     if run is None or run.is_finished:
         return None
-    alive = run.heartbeat_at is not None and (timezone.now() - run.heartbeat_at).total_seconds() < LEASE_S
-    if run.status == RunStatus.RUNNING and alive:
+    if run.status == RunStatus.RUNNING and lease_is_live(run):
         raise RunBusy(f"run {run_id} is held by {run.worker}")
     if run.cancel_requested:
         run.status, run.finished_at = RunStatus.CANCELLED, timezone.now()
         run.save(update_fields=["status", "finished_at"])
+        return None
+    if run.status == RunStatus.RUNNING and not run_take_over(run=run, by=worker):
         return None
     run.status, run.worker, run.attempts = RunStatus.RUNNING, worker, run.attempts + 1
     run.started_at = run.started_at or timezone.now()
@@ -126,10 +102,13 @@ def run_claim(*, run_id: int, worker: str) -> Run | None:
     return run
 
 
-def run_finish(*, run_id: int, status: str, error: str = "", log_tail: str = "") -> None:
-    Run.objects.filter(pk=run_id).update(
-        status=status, error=error, log_tail=log_tail, finished_at=timezone.now(), heartbeat_at=timezone.now()
-    )
+def run_finish(*, run_id: int, attempt: int, status: str, error: str = "", log_tail: str = "") -> bool:
+    """Record how the attempt ended; False (nothing written) when another attempt holds the run now."""
+    held = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt)
+    return bool(
+        held.update(status=status, error=error, log_tail=log_tail, finished_at=timezone.now(),
+                    heartbeat_at=timezone.now())
+    )  # fmt: skip
 
 
 def _export_rows(run: Run, directory: Path) -> dict[str, str]:
@@ -157,6 +136,19 @@ def _export_rows(run: Run, directory: Path) -> dict[str, str]:
     return paths
 
 
+def _export_conversations(run: Run, directory: Path) -> str | None:
+    """Write the pinned SFT data's train conversations as the JSONL the SFT stage reads; returns its path."""
+    version = run.sft_dataset_version
+    if version is None:
+        return None
+    path = directory / "sft_data.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        for row in version.rows.filter(split="train").iterator(chunk_size=2000):
+            record = {"id": f"row{row.index}", "messages": row.messages, "answer": row.answer}
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return str(path)
+
+
 def execution_config(run: Run) -> RunConfig:
     """The snapshot within the operator's bounds (checked again: the row may have been edited since it was
     created), plus what only the worker knows: its run directory and the exported data files."""
@@ -166,49 +158,64 @@ def execution_config(run: Run) -> RunConfig:
     data = {**config.get("data", {}), **_export_rows(run, directory)}
     if run.dataset_version_id is not None:
         data["prompt_key"] = "question"  # the export's own field name
+    sft_data = _export_conversations(run, directory)
+    if sft_data is not None and config.get("sft") is not None:
+        config = {**config, "sft": {**config["sft"], "data_path": sft_data}}
     return validate_config({**config, "name": run.name, "output_dir": str(directory), "data": data})
 
 
-def resume_point(run: Run) -> str | None:
+def resume_point(run: Run) -> Checkpoint | None:
     """The newest recorded checkpoint whose files this worker can read."""
     for checkpoint in run.checkpoints.order_by("-step"):
         if Path(checkpoint.path).exists():
-            return checkpoint.path
+            return checkpoint
     return None
 
 
 def run_execute(
     *, run_id: int, worker: str, train: Callable[..., Any], poll_interval: float = 1.0
 ) -> str | None:
-    """Run one delivery of the training task; returns the final status (None if there was nothing to do)."""
+    """Run one delivery of the training task; returns the final status (None if there was nothing to do,
+    or when another attempt took the run over meanwhile: this one then stops without writing more)."""
     run = run_claim(run_id=run_id, worker=worker)
     if run is None:
         return None
-    tail, should_stop = LogTail(), CancelPoller(run.pk, interval=poll_interval)
-    sink, heartbeat = DatabaseSink(run.pk), Heartbeat(run.pk)
-    heartbeat.start()
+    tail, cancel = LogTail(), CancelPoller(run.pk, interval=poll_interval)
+    sink, lease = DatabaseSink(run.pk, attempt=run.attempts), LeaseKeeper(run.pk, run.attempts)
+    lease.start()
     try:
         with tail.capture():
-            logger.info("run %s: attempt %s on %s", run.pk, run.attempts, worker)
+            checkpoint = resume_point(run)
+            recovery_resumed(run=run, worker=worker, step=checkpoint.step if checkpoint else 0)
+            start = f"resuming from step {checkpoint.step}" if checkpoint else "from the start"
+            logger.info("run %s: attempt %s on %s, %s", run.pk, run.attempts, worker, start)
             result = train(
-                execution_config(run), sink=sink, should_stop=should_stop, resume_from=resume_point(run)
+                execution_config(run),
+                sink=sink,
+                should_stop=lease.guard(cancel),
+                resume_from=checkpoint.path if checkpoint else None,
             )
             sink.close()
+    except LeaseLost as exc:
+        logger.warning("%s: stopping without writing more", exc)
+        return None
     except Exception as exc:
         logger.exception("run %s failed", run_id)
         _close_quietly(sink)
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        run_finish(run_id=run_id, status=RunStatus.FAILED, error=error, log_tail=_tail(tail, exc))
+        run_finish(run_id=run_id, attempt=run.attempts, status=RunStatus.FAILED, error=error,
+                   log_tail=_tail(tail, exc))  # fmt: skip
         return RunStatus.FAILED
     finally:
-        heartbeat.stopped.set()
-        heartbeat.join()
+        lease.stopped.set()
+        lease.join()
     # The loop also stops itself on an echo-trap alert when the run was configured so.
-    by_alert = not should_stop.cancelled and bool(getattr(result, "stopped", False))
-    status = RunStatus.CANCELLED if should_stop.cancelled or by_alert else RunStatus.SUCCEEDED
+    by_alert = not cancel.cancelled and bool(getattr(result, "stopped", False))
+    status = RunStatus.CANCELLED if cancel.cancelled or by_alert else RunStatus.SUCCEEDED
     note = "Stopped by an echo-trap alert (echo_trap.on_alert = stop)." if by_alert else ""
     run_alerts_detect(run=run)
-    run_finish(run_id=run_id, status=status, error=note, log_tail=tail.text())
+    if not run_finish(run_id=run_id, attempt=run.attempts, status=status, error=note, log_tail=tail.text()):
+        return None
     return status
 
 

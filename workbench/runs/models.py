@@ -207,3 +207,36 @@ class Alert(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "step", "rule"], name="runs_alert_identity")]
         ordering = ["step"]
+
+
+class RecoveryOutcome(models.TextChoices):
+    REQUEUED = "requeued", "Requeued by a sweep"  # a worker's sweep sent the run's task again
+    TAKEN_OVER = "taken_over", "Taken over by a redelivery"  # a delivery found the lease expired
+    GAVE_UP = "gave_up", "Given up"  # stranded on its last allowed attempt: the run failed
+
+
+class RunRecovery(models.Model):
+    """One time a run's worker stopped renewing its lease (it died or lost the database) and the run was
+    handed on: what the stranded attempt had reached, who noticed, and where the run went on from."""
+
+    team_field = "run__team"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="recoveries")
+    attempt = models.PositiveIntegerField()  # the stranded attempt
+    worker = models.CharField(max_length=200, blank=True)  # its worker
+    heartbeat_at = models.DateTimeField(null=True, blank=True)  # its last heartbeat
+    last_step = models.IntegerField(null=True, blank=True)
+    checkpoint_step = models.IntegerField(null=True, blank=True)
+    detected_at = models.DateTimeField(auto_now_add=True)
+    detected_by = models.CharField(max_length=200)  # the sweeping or claiming worker
+    outcome = models.CharField(max_length=16, choices=RecoveryOutcome.choices)
+    resumed_at = models.DateTimeField(null=True, blank=True)
+    resumed_by = models.CharField(max_length=200, blank=True)
+    resumed_from_step = models.IntegerField(null=True, blank=True)  # the checkpoint step; 0 without one
+
+    class Meta:
+        ordering = ["-detected_at", "-id"]
+        indexes = [models.Index(fields=["-detected_at"], name="runs_recovery_detected")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} attempt {self.attempt}: {self.outcome}"

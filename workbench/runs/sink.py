@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from django.db import InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError, connection, transaction
 
 from trainers.workbench_api import Sink, Trajectory
 
 from .ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
+from .lease import lease_hold
 
 
 class DatabaseSink(Sink):
@@ -19,13 +20,15 @@ class DatabaseSink(Sink):
 
     A batch goes out when `flush_points` values or `flush_trajectories` trajectories are waiting, or
     `flush_seconds` have passed since the last write; checkpoints and alerts flush first, so what a
-    checkpoint covers is always stored before the checkpoint row that a resume relies on.
+    checkpoint covers is always stored before the checkpoint row that a resume relies on. With `attempt`,
+    every write is fenced by the run's lease: once another attempt holds the run, writes raise LeaseLost.
     """
 
     def __init__(
         self,
         run_id: int,
         *,
+        attempt: int | None = None,
         flush_points: int = 500,
         flush_trajectories: int = 256,
         flush_seconds: float = 2.0,
@@ -33,7 +36,7 @@ class DatabaseSink(Sink):
         retry_wait_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.run_id = run_id
+        self.run_id, self.attempt = run_id, attempt
         self.flush_points = flush_points
         self.flush_trajectories = flush_trajectories
         self.flush_seconds = flush_seconds
@@ -87,15 +90,24 @@ class DatabaseSink(Sink):
     def _retrying(self, write: Callable[[], Any]) -> None:
         """A dropped database connection costs a reconnect, not the run: every batch is an idempotent
         upsert, so sending it again after a failure that may or may not have committed is safe."""
-        for attempt in range(self.retries + 1):
+        for tries in range(self.retries + 1):
             try:
-                write()
+                self._fenced(write)
                 return
             except (OperationalError, InterfaceError):
-                if attempt == self.retries:
+                if tries == self.retries:
                     raise
                 connection.close()
-                time.sleep(self.retry_wait_s * (attempt + 1))
+                time.sleep(self.retry_wait_s * (tries + 1))
+
+    def _fenced(self, write: Callable[[], Any]) -> None:
+        """The write, in one transaction with the check that this attempt still holds the run."""
+        if self.attempt is None:
+            write()
+            return
+        with transaction.atomic():
+            lease_hold(run_id=self.run_id, attempt=self.attempt)
+            write()
 
     def close(self) -> None:
         self.flush()

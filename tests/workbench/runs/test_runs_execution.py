@@ -7,10 +7,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from trainers.training.loop import TrainResult
-from workbench.runs.execution import LEASE_S, RunBusy, run_execute
+from workbench.runs.execution import RunBusy, run_execute
 from workbench.runs.ingest import checkpoint_record
 from workbench.runs.models import MetricPoint, Run, RunStatus
 
@@ -90,7 +91,7 @@ def test_a_second_delivery_waits_while_the_holder_is_alive(run):
 
 def test_a_stale_holder_is_taken_over(run):
     run.status, run.worker, run.attempts = RunStatus.RUNNING, "w1", 1
-    run.heartbeat_at = timezone.now() - timedelta(seconds=LEASE_S + 1)
+    run.heartbeat_at = timezone.now() - timedelta(seconds=settings.RUNS_LEASE_S + 1)
     run.save()
     assert run_execute(run_id=run.pk, worker="w2", train=scripted()) == RunStatus.SUCCEEDED
 

@@ -98,6 +98,7 @@ def test_sigkilled_worker_run_resumes_elsewhere(
     run = run_create(
         team=team, user=member, name="killed", config=tiny_config(train_file, 6), queue="cpu", launch=False
     )
+    Run.objects.filter(pk=run.pk).update(queue=queue)  # where a sweep requeues it: not the session worker's
     first = WorkerProcess(env=env, log_dir=tmp_path, queues=queue)
     first.start()
     first.wait_online()
