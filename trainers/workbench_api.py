@@ -31,6 +31,10 @@ Sandbox
 Outbound requests
     EgressPolicy (public addresses plus the operator's allowlist), egress_policy(policy) (requests
     started in that context use it), EGRESS_ERROR (the one message of every refused or failed request).
+Demo
+    demo_expert_conversations(): the calculator demo's SFT conversations (a conversations dataset);
+    DEMO_LEARNING_RUN, DEMO_COLLAPSE_RUN: the configs of the demo runs (SFT then GRPO that learns, and
+    the recipe that collapses into an echo-trap alert).
 Tokenizers
     load_tokenizer(path): a local tokenizer directory, exactly as trained.
     build_tiny_tokenizer(): the bundled tiny model's tokenizer (trains a small BPE: seconds).
@@ -41,6 +45,9 @@ from __future__ import annotations
 from typing import Any
 
 from trainers.config import PRESETS, ConfigError, RunConfig, preset_config, validate_config
+from trainers.demo.catalog import COLLAPSE_RUN as DEMO_COLLAPSE_RUN
+from trainers.demo.catalog import LEARNING_RUN as DEMO_LEARNING_RUN
+from trainers.demo.catalog import expert_conversations as demo_expert_conversations
 from trainers.metrics.echo_trap import EchoTrapConfig, EchoTrapDetector
 from trainers.models.loading import load_tokenizer
 from trainers.net import EGRESS_ERROR, EgressPolicy, egress_policy
@@ -66,6 +73,8 @@ def build_tiny_tokenizer() -> Any:
 
 
 __all__ = [
+    "DEMO_COLLAPSE_RUN",
+    "DEMO_LEARNING_RUN",
     "PRESETS",
     "REWARDS",
     "TEMPLATES",
@@ -87,6 +96,7 @@ __all__ = [
     "Toolset",
     "Trajectory",
     "build_tiny_tokenizer",
+    "demo_expert_conversations",
     "describe_components",
     "egress_policy",
     "load_tokenizer",

@@ -1,5 +1,7 @@
-"""The demo catalog `make run` seeds: arithmetic data, the calculator and python tools, the survey's Qwen
-tool template and a correctness + format reward. Idempotent: items that exist by name are left alone."""
+"""The demo catalog `make run` seeds: arithmetic data, the calculator demo's expert conversations (SFT
+data), the calculator and python tools, the survey's Qwen tool template, a correctness + format reward and
+ARTIST's answer + tool-execution reward (the demo runs'). Idempotent: items that exist by name are left
+alone."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import random
 
 from django.core.files.base import ContentFile
 
+from trainers.workbench_api import DEMO_LEARNING_RUN, demo_expert_conversations
 from workbench.accounts.models import Team
-from workbench.datasets.models import Dataset
+from workbench.datasets.models import Dataset, DatasetKind
 from workbench.datasets.services import dataset_upload_create
 from workbench.prompts.models import PromptTemplate
 from workbench.prompts.rendering import family_source
@@ -20,8 +23,10 @@ from workbench.toolschemas.models import ToolSchema
 from workbench.toolschemas.services import ToolSchemaContent, builtin_spec, tool_schema_create
 
 DATASET_NAME = "Arithmetic (demo)"
+SFT_DATASET_NAME = "Calculator experts (demo)"
 TEMPLATE_NAME = "Qwen tool (survey)"
 REWARD_NAME = "Correctness + format"
+TOOL_REWARD_NAME = "Answer + tool execution (ARTIST)"
 TOOL_NAMES = ("calculator", "python")
 
 
@@ -42,8 +47,7 @@ def _exists(model, team: Team, name: str) -> bool:
     return model.objects.filter(team=team, name=name, is_deleted=False).exists()
 
 
-def seed_demo_catalog(*, team: Team, user) -> None:
-    """Create whatever part of the demo catalog `team` lacks, as `user` (a member or admin)."""
+def _seed_datasets(team: Team, user) -> None:
     if not _exists(Dataset, team, DATASET_NAME):
         content = "".join(json.dumps(row) + "\n" for row in arithmetic_rows())
         upload = dataset_upload_create(
@@ -56,6 +60,51 @@ def seed_demo_catalog(*, team: Team, user) -> None:
         )
         if upload.errors:
             raise RuntimeError(f"demo dataset is invalid: {upload.errors}")
+    if not _exists(Dataset, team, SFT_DATASET_NAME):
+        content = "".join(json.dumps(row) + "\n" for row in demo_expert_conversations())
+        upload = dataset_upload_create(
+            team=team,
+            user=user,
+            name=SFT_DATASET_NAME,
+            kind=DatasetKind.CONVERSATIONS,
+            file=ContentFile(content.encode(), name="calculator_experts.jsonl"),
+            description="400 expert conversations on arithmetic: half call the calculator and copy its"
+            " result, half answer directly. The demo runs' SFT warm start; every row trains.",
+            eval_ratio=0.0,
+            process_now=True,
+        )
+        if upload.errors:
+            raise RuntimeError(f"demo SFT dataset is invalid: {upload.errors}")
+
+
+def _seed_rewards(team: Team, user) -> None:
+    if not _exists(RewardDefinition, team, REWARD_NAME):
+        components = [
+            {"name": "correctness", "weight": 1.0, "params": {"mode": "math"}},
+            {"name": "format", "weight": 0.5, "params": {"template": "qwen_tool"}},
+        ]
+        reward_definition_create(
+            team=team,
+            user=user,
+            name=REWARD_NAME,
+            components=components,
+            description="1 for a correct boxed answer, plus 0.5 when the Qwen tool format is followed.",
+        )
+    if not _exists(RewardDefinition, team, TOOL_REWARD_NAME):
+        reward_definition_create(
+            team=team,
+            user=user,
+            name=TOOL_REWARD_NAME,
+            components=DEMO_LEARNING_RUN["reward"]["components"],
+            description="ARTIST's terms: 1 for a correct answer, plus the share of tool calls that ran"
+            " (its format term off). A briefly trained policy earns the tool term first.",
+        )
+
+
+def seed_demo_catalog(*, team: Team, user) -> None:
+    """Create whatever part of the demo catalog `team` lacks, as `user` (a member or admin)."""
+    _seed_datasets(team, user)
+    _seed_rewards(team, user)
     for name in TOOL_NAMES:
         if not _exists(ToolSchema, team, name):
             spec = builtin_spec(name)
@@ -72,16 +121,4 @@ def seed_demo_catalog(*, team: Team, user) -> None:
             family="qwen_tool",
             source=family_source("qwen_tool"),
             description="The survey's Qwen tool template: tools as JSON Schema, <think>, <tool_call>.",
-        )
-    if not _exists(RewardDefinition, team, REWARD_NAME):
-        components = [
-            {"name": "correctness", "weight": 1.0, "params": {"mode": "math"}},
-            {"name": "format", "weight": 0.5, "params": {"template": "qwen_tool"}},
-        ]
-        reward_definition_create(
-            team=team,
-            user=user,
-            name=REWARD_NAME,
-            components=components,
-            description="1 for a correct boxed answer, plus 0.5 when the Qwen tool format is followed.",
         )

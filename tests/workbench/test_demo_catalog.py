@@ -1,7 +1,15 @@
 import pytest
 
-from workbench.datasets.models import Dataset, DatasetRow
-from workbench.demo_catalog import REWARD_NAME, TEMPLATE_NAME, arithmetic_rows, seed_demo_catalog
+from workbench.datasets.models import Dataset, DatasetKind, DatasetRow
+from workbench.demo_catalog import (
+    DATASET_NAME,
+    REWARD_NAME,
+    SFT_DATASET_NAME,
+    TEMPLATE_NAME,
+    TOOL_REWARD_NAME,
+    arithmetic_rows,
+    seed_demo_catalog,
+)
 from workbench.prompts.models import PromptTemplate
 from workbench.rewards.models import RewardDefinition
 from workbench.rewards.services import reward_definition_test
@@ -25,22 +33,26 @@ def test_arithmetic_rows_are_correct():
 def test_seed_is_complete_and_idempotent(team, admin):
     seed_demo_catalog(team=team, user=admin)
     seed_demo_catalog(team=team, user=admin)
-    dataset = Dataset.objects.get(team=team)
+    dataset = Dataset.objects.get(team=team, name=DATASET_NAME)
     assert (dataset.latest_version().row_count, dataset.latest_version().eval_count) == (200, 20)
-    assert DatasetRow.objects.count() == 200
+    experts = Dataset.objects.get(team=team, name=SFT_DATASET_NAME)
+    assert (experts.kind, experts.latest_version().train_count) == (DatasetKind.CONVERSATIONS, 400)
+    assert DatasetRow.objects.count() == 200 + 400
     assert sorted(ToolSchema.objects.filter(team=team).values_list("name", flat=True)) == [
         "calculator",
         "python",
     ]
     assert PromptTemplate.objects.get(team=team).name == TEMPLATE_NAME
-    assert RewardDefinition.objects.get(team=team).name == REWARD_NAME
+    assert sorted(RewardDefinition.objects.filter(team=team).values_list("name", flat=True)) == sorted(
+        [REWARD_NAME, TOOL_REWARD_NAME]
+    )
 
 
 def test_seeded_items_work_together(team, admin):
     seed_demo_catalog(team=team, user=admin)
     calculator = ToolSchema.objects.get(team=team, name="calculator").latest_version()
     assert tool_schema_try(version=calculator, arguments_text='{"expression": "17 * 3"}').output == "51"
-    reward = RewardDefinition.objects.get(team=team).latest_version()
+    reward = RewardDefinition.objects.get(team=team, name=REWARD_NAME).latest_version()
     call = '{"name": "calculator", "arguments": {"expression": "17*3"}}'
     text = f"<think>17 * 3</think>\n<tool_call>\n{call}\n</tool_call>"
     score = reward_definition_test(

@@ -3,7 +3,7 @@
 from django import forms
 
 from workbench.catalog.selectors import latest_versions
-from workbench.datasets.models import DatasetVersion, SplitMethod
+from workbench.datasets.models import DatasetKind, DatasetVersion, SplitMethod
 
 
 class DatasetVersionChoice(forms.ModelChoiceField):
@@ -45,7 +45,15 @@ class DatasetUploadForm(forms.Form):
 
 class DatasetCreateForm(DatasetUploadForm):
     name = forms.CharField(max_length=100)
-    field_order = ["name", "description"]
+    kind = forms.ChoiceField(
+        choices=DatasetKind.choices,
+        initial=DatasetKind.PROMPTS,
+        required=False,  # prompts when left out
+        label="Rows are",
+        help_text="Every version of the dataset holds this kind of row: runs pin prompts as RL data and"
+        " conversations as SFT data.",
+    )
+    field_order = ["name", "kind", "description"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

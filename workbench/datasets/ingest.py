@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.datasets.conversations import validate_conversation
 from workbench.datasets.limits import UploadLimits
+from workbench.datasets.models import DatasetKind
 from workbench.datasets.parsing import check_size, read_records
 from workbench.datasets.records import FileError, RawRecord, RowError
 from workbench.datasets.rows import RowData, validate_record
@@ -50,14 +52,15 @@ class Report:
 
 
 def _records(
-    handle, fmt: str, split: SplitConfig, limits: UploadLimits
+    handle, fmt: str, split: SplitConfig, limits: UploadLimits, kind: str
 ) -> Iterator[tuple[str, RowData | list[RowError], str]]:
     """(where, validated row or its errors, split) per record; parse errors come as a one-error list."""
+    validate = validate_conversation if kind == DatasetKind.CONVERSATIONS else validate_record
     for record in read_records(handle, fmt, limits):
         if isinstance(record, RowError):
             yield record.where, [record], TRAIN
             continue
-        row = validate_record(record.where, record.fields, limits)
+        row = validate(record.where, record.fields, limits)
         chosen, split_error = _column_split(record, split)
         if split_error is not None:
             row = (row if isinstance(row, list) else []) + [split_error]
@@ -74,15 +77,21 @@ def _column_split(record: RawRecord, split: SplitConfig) -> tuple[str, RowError 
 
 
 def validate_file(
-    path: Path, fmt: str, split: SplitConfig, limits: UploadLimits, progress: Progress
+    path: Path,
+    fmt: str,
+    split: SplitConfig,
+    limits: UploadLimits,
+    progress: Progress,
+    kind: str = DatasetKind.PROMPTS,
 ) -> Report:
-    """Pass 1: every problem (by row and field) and per-field statistics; stores nothing."""
+    """Pass 1: every problem (by row and field) and per-field statistics; stores nothing. `kind` says
+    what a row is: a prompt with its ground truth, or a conversation (a DatasetKind)."""
     report, stats = Report(), FieldStatistics()
     size = path.stat().st_size
     try:
         check_size(size, limits.max_upload_bytes)
         with path.open("rb") as handle:
-            for _, row, chosen in _records(handle, fmt, split, limits):
+            for _, row, chosen in _records(handle, fmt, split, limits, kind):
                 report.rows += 1
                 report.eval_rows += chosen == EVAL
                 for error in row if isinstance(row, list) else []:
@@ -114,18 +123,23 @@ def _check_columns(stats: FieldStatistics, limits: UploadLimits) -> None:
 
 def _stat_fields(row: RowData) -> dict[str, Any]:
     fields = {"prompt": row.prompt, "answer": row.answer, "tool_calls": row.tool_calls}
-    fields["initial_state"] = row.initial_state
+    fields["initial_state"], fields["messages"] = row.initial_state, row.messages
     fields.update({f"metadata.{k}": v for k, v in row.metadata.items()})
     return {k: v for k, v in fields.items() if v is not None}
 
 
 def stored_rows(
-    path: Path, fmt: str, split: SplitConfig, n_rows: int, limits: UploadLimits
+    path: Path,
+    fmt: str,
+    split: SplitConfig,
+    n_rows: int,
+    limits: UploadLimits,
+    kind: str = DatasetKind.PROMPTS,
 ) -> Iterator[tuple[int, str, RowData]]:
     """Pass 2 over a file pass 1 found valid: (index, split, row) for every row."""
     eval_set = set(eval_indices(n_rows, split.eval_ratio, split.seed)) if split.method == "ratio" else set()
     with path.open("rb") as handle:
-        for index, (where, row, chosen) in enumerate(_records(handle, fmt, split, limits)):
+        for index, (where, row, chosen) in enumerate(_records(handle, fmt, split, limits, kind)):
             if isinstance(row, list):  # the file changed between the passes
                 raise FileError(f"{where}: the file changed while it was being stored")
             yield index, (EVAL if index in eval_set else chosen), row

@@ -15,6 +15,13 @@ from workbench.datasets.parsing import FORMATS
 from workbench.datasets.splits import EVAL, TRAIN
 
 
+class DatasetKind(models.TextChoices):
+    """What the rows are: RL prompts with their ground truth, or expert conversations for SFT."""
+
+    PROMPTS = "prompts", "Prompts (RL: a question and its ground truth)"
+    CONVERSATIONS = "conversations", "Conversations (SFT: messages with tool calls and tool responses)"
+
+
 class SplitMethod(models.TextChoices):
     RATIO = "ratio", "Random, by ratio and seed"
     COLUMN = "column", "By the value of a column"
@@ -22,6 +29,10 @@ class SplitMethod(models.TextChoices):
 
 class Dataset(CatalogItem):
     list_url_name = "datasets:list"
+
+    # Every version of a dataset holds the same kind of rows; runs pin prompts as RL data and
+    # conversations as SFT data.
+    kind = models.CharField(max_length=16, choices=DatasetKind.choices, default=DatasetKind.PROMPTS)
 
     def get_absolute_url(self) -> str:
         return reverse("datasets:detail", args=[self.pk])
@@ -74,6 +85,8 @@ class DatasetRow(models.Model):
     tool_calls = models.JSONField(null=True, blank=True)
     initial_state = models.JSONField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # A conversations dataset's row: the validated messages (the prompt is the first user message).
+    messages = models.JSONField(null=True, blank=True)
 
     team_field = "version__item__team"
 
@@ -111,6 +124,7 @@ class DatasetUpload(models.Model):
         Dataset, on_delete=models.CASCADE, null=True, blank=True, related_name="uploads"
     )
     name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=DatasetKind.choices, default=DatasetKind.PROMPTS)
     description = models.TextField(blank=True)
     note = models.CharField(max_length=200, blank=True)
     file = models.FileField(upload_to="datasets/%Y/%m/", max_length=300)

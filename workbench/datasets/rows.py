@@ -24,6 +24,7 @@ class RowData:
     tool_calls: list[dict[str, Any]] | None = None
     initial_state: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    messages: list[dict[str, Any]] | None = None  # a conversations dataset's row (see conversations.py)
 
 
 def validate_record(where: str, fields: dict[str, Any], limits: UploadLimits) -> RowData | list[RowError]:

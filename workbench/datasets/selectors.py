@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 
 from django.db.models import QuerySet, TextField
+from django.db.models.fields.json import KT, KeyTransform
 from django.db.models.functions import Cast, Left
 from django.http import Http404
 
@@ -16,6 +17,7 @@ from workbench.datasets.models import Dataset, DatasetRow, DatasetUpload, Datase
 
 PREVIEW_ROWS = 20
 PREVIEW_CELL_CHARS = 300
+PREVIEW_MESSAGES = 12  # messages shown of each conversation
 _JSON_CELLS = ("tool_calls", "initial_state", "metadata")
 
 
@@ -79,6 +81,76 @@ def dataset_row_previews(
             **{name: _json_cell(row[f"{name}_cut"]) for name in _JSON_CELLS},
         )
         for row in cells
+    ]
+
+
+@dataclass(frozen=True)
+class MessagePreview:
+    """One message of a conversation as the preview shows it: text cut like any preview cell."""
+
+    role: str
+    name: str
+    content: str
+    tool_calls: str
+
+    @property
+    def trained(self) -> bool:
+        """SFT trains on assistant messages only (their tokens have loss mask 1)."""
+        return self.role == "assistant"
+
+
+@dataclass(frozen=True)
+class ConversationPreview:
+    index: int
+    split: str
+    answer: str
+    messages: list[MessagePreview]
+    more: bool  # messages follow past PREVIEW_MESSAGES
+
+
+def _message_cells(i: int, cut: int) -> dict:
+    """Columns of message `i`: role, name, its content and calls cut in the database."""
+    calls = KeyTransform("tool_calls", KeyTransform(str(i), "messages"))
+    return {
+        f"m{i}_role": KT(f"messages__{i}__role"),
+        f"m{i}_name": KT(f"messages__{i}__name"),
+        f"m{i}_content": Left(KT(f"messages__{i}__content"), cut),
+        f"m{i}_calls": Left(Cast(calls, TextField()), cut),
+    }
+
+
+def conversation_previews(
+    *, version: DatasetVersion, split: str | None = None, limit: int = PREVIEW_ROWS
+) -> list[ConversationPreview]:
+    """The first conversations turn by turn: their first PREVIEW_MESSAGES messages, each cut in the
+    database like a preview cell, so a page reads the same few kilobytes however long they are."""
+    rows = version.rows.all()
+    if split:
+        rows = rows.filter(split=split)
+    cut = PREVIEW_CELL_CHARS + 1
+    cells = {key: value for i in range(PREVIEW_MESSAGES) for key, value in _message_cells(i, cut).items()}
+    more = KT(f"messages__{PREVIEW_MESSAGES}__role")
+    values = rows.values("index", "split").annotate(answer_cut=Left("answer", cut), more=more, **cells)[
+        :limit
+    ]
+    return [
+        ConversationPreview(
+            index=row["index"],
+            split=row["split"],
+            answer=_shortened(row["answer_cut"]),
+            messages=[
+                MessagePreview(
+                    role=row[f"m{i}_role"],
+                    name=row[f"m{i}_name"] or "",
+                    content=_shortened(row[f"m{i}_content"]),
+                    tool_calls=_json_cell(row[f"m{i}_calls"]),
+                )
+                for i in range(PREVIEW_MESSAGES)
+                if row[f"m{i}_role"] is not None
+            ],
+            more=row["more"] is not None,
+        )
+        for row in values
     ]
 
 

@@ -16,6 +16,7 @@ from workbench.datasets.ingest import Report, SplitConfig, stored_rows, validate
 from workbench.datasets.limits import UploadLimits
 from workbench.datasets.models import (
     Dataset,
+    DatasetKind,
     DatasetRow,
     DatasetUpload,
     DatasetVersion,
@@ -58,9 +59,11 @@ def dataset_upload_create(
     eval_ratio: float = 0.1,
     split_seed: int = 0,
     split_column: str = "",
+    kind: str = DatasetKind.PROMPTS,
     process_now: bool = False,
 ) -> DatasetUpload:
-    """Store the file and queue its validation; `dataset` set means a new version of it.
+    """Store the file and queue its validation; `dataset` set means a new version of it (of its kind:
+    `kind`, prompts or conversations, is for a new dataset).
 
     Without a file, a new version re-reads the latest version's file (e.g. to change the split).
     `process_now` validates and stores in this process instead (demo seeding, scripts)."""
@@ -68,6 +71,8 @@ def dataset_upload_create(
     errors = _split_errors(split_method=split_method, eval_ratio=eval_ratio, split_column=split_column)
     if dataset is None and dataset_name_taken(team=team, name=name):
         errors["name"] = "This team already has a dataset with that name."
+    if kind not in DatasetKind.values:
+        errors["kind"] = f"Choose one of {', '.join(DatasetKind.values)}."
     previous = dataset.latest_version() if dataset is not None else None
     if file is None and previous is None:
         errors["file"] = "Choose a JSONL, CSV or Parquet file."
@@ -83,6 +88,7 @@ def dataset_upload_create(
         created_by=user,
         dataset=dataset,
         name=dataset.name if dataset is not None else name.strip(),
+        kind=dataset.kind if dataset is not None else kind,
         description=description,
         note=note,
         split_method=split_method,
@@ -138,7 +144,7 @@ def dataset_upload_process(*, upload_id: int) -> DatasetUpload:
             job_update(job_id=job_id, progress=0.8 * fraction, message=message)
 
     limits = UploadLimits.from_settings()
-    report = validate_file(path, upload.file_format, split, limits, progress)
+    report = validate_file(path, upload.file_format, split, limits, progress, kind=upload.kind)
     if not report.error_count:
         if job_id:
             job_update(job_id=job_id, progress=0.8, message=f"Storing {report.rows} rows")
@@ -226,12 +232,13 @@ def _store(
         statistics=report.statistics,
     )
     if upload.dataset is None:
-        item = Dataset(team=upload.team, name=upload.name)
+        item = Dataset(team=upload.team, name=upload.name, kind=upload.kind)
         version = catalog_item_create(item=item, version=version, user=upload.created_by)
     else:
         version = catalog_version_create(item=upload.dataset, version=version, user=upload.created_by)
     batch = []
-    for index, split_name, row in stored_rows(path, upload.file_format, split, report.rows, limits):
+    rows = stored_rows(path, upload.file_format, split, report.rows, limits, kind=upload.kind)
+    for index, split_name, row in rows:
         batch.append(
             DatasetRow(
                 version=version,
@@ -242,6 +249,7 @@ def _store(
                 tool_calls=row.tool_calls,
                 initial_state=row.initial_state,
                 metadata=row.metadata,
+                messages=row.messages,
             )
         )
         if len(batch) >= ROW_BATCH:

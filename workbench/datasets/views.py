@@ -8,6 +8,7 @@ from workbench.accounts.models import Role
 from workbench.catalog import pages
 from workbench.datasets import selectors, services
 from workbench.datasets.forms import DatasetCreateForm, DatasetUploadForm
+from workbench.datasets.models import DatasetKind
 from workbench.datasets.splits import EVAL, TRAIN
 from workbench.datasets.upload_handler import limited_upload, upload_refusal
 
@@ -23,9 +24,16 @@ def dataset_detail(request, pk: int):
     version = selectors.dataset_version_get(dataset=dataset, number=pages.requested_version(request))
     context = {
         **pages.detail_context(request, item=dataset, version=version, item_key="dataset"),
-        "rows": selectors.dataset_row_previews(version=version),
+        "rows": _previews(version),
     }
     return render(request, "datasets/detail.html", context)
+
+
+def _previews(version, split: str | None = None) -> list:
+    """Rows of prompts as table rows; conversations turn by turn."""
+    if version.item.kind == DatasetKind.CONVERSATIONS:
+        return selectors.conversation_previews(version=version, split=split)
+    return selectors.dataset_row_previews(version=version, split=split)
 
 
 def dataset_rows(request, pk: int, number: int):
@@ -33,7 +41,7 @@ def dataset_rows(request, pk: int, number: int):
     dataset = selectors.dataset_get(user=request.user, pk=pk)
     version = selectors.dataset_version_get(dataset=dataset, number=number)
     split = request.GET.get("split") if request.GET.get("split") in (TRAIN, EVAL) else None
-    rows = selectors.dataset_row_previews(version=version, split=split)
+    rows = _previews(version, split)
     return render(request, "datasets/_rows.html", {"rows": rows, "version": version, "split": split})
 
 
@@ -90,6 +98,7 @@ def _upload(form, *, team, user, name, dataset=None):
             eval_ratio=data["eval_ratio"],
             split_seed=data["split_seed"],
             split_column=data["split_column"],
+            kind=data.get("kind") or DatasetKind.PROMPTS,
         )
     except ValidationError as exc:
         form.add_error(None, exc)
