@@ -13,7 +13,7 @@ from django.utils import timezone
 from trainers.training.loop import TrainResult
 from workbench.runs.execution import RunBusy, run_execute
 from workbench.runs.ingest import checkpoint_record
-from workbench.runs.models import MetricPoint, Run, RunStatus
+from workbench.runs.models import MetricPoint, Run, RunStatus, TrajectoryRecord
 
 
 def scripted(
@@ -138,3 +138,7 @@ def test_sft_then_rl_trains_in_the_worker_path(team, member, tmp_path, settings)
     assert run_execute(run_id=run.pk, worker="w1", train=run_config) == RunStatus.SUCCEEDED
     assert list(MetricPoint.objects.filter(run=run, key="reward/mean").values_list("step", flat=True)) == [1]
     assert "sft" in run.config and (tmp_path / "runs" / str(run.pk) / "checkpoints").exists()
+    # each sampled token's entropy reaches the database with the trajectory, for the inspector's shading
+    stored = [record.data["turns"] for record in TrajectoryRecord.objects.filter(run=run)]
+    sampled = [turn for turns in stored for turn in turns if turn["role"] == "assistant"]
+    assert sampled and all(len(turn["entropies"]) == len(turn["token_ids"]) for turn in sampled)
