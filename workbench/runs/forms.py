@@ -12,7 +12,7 @@ from django.http import QueryDict
 
 from trainers.workbench_api import PRESETS, RunConfig
 from workbench.accounts.access import TeamScopedFormMixin
-from workbench.datasets.models import DatasetVersion
+from workbench.datasets.models import DatasetKind, DatasetVersion
 from workbench.jobs.queues import QUEUE_NAMES
 from workbench.prompts.models import PromptTemplateVersion
 from workbench.rewards.models import RewardDefinitionVersion
@@ -68,7 +68,17 @@ class RunForm(TeamScopedFormMixin, forms.Form):
     queue = forms.ChoiceField(choices=[(q, q) for q in QUEUE_NAMES], initial="cpu", label="Queue")
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     tags = forms.CharField(required=False, help_text="comma-separated")
-    dataset_version = VersionChoiceField(queryset=_versions(DatasetVersion), required=False)
+    dataset_version = VersionChoiceField(
+        queryset=_versions(DatasetVersion).filter(item__kind=DatasetKind.PROMPTS),
+        required=False,
+        help_text="the prompts RL trains on",
+    )
+    sft_dataset_version = VersionChoiceField(
+        queryset=_versions(DatasetVersion).filter(item__kind=DatasetKind.CONVERSATIONS),
+        required=False,
+        label="SFT data",
+        help_text="expert conversations for the sft section (its data_path)",
+    )
     prompt_version = VersionChoiceField(
         queryset=_versions(PromptTemplateVersion), required=False, help_text="overrides template.*"
     )
@@ -95,7 +105,7 @@ class RunForm(TeamScopedFormMixin, forms.Form):
     }
     DESCRIPTION = ("notes", "tags")
     IDENTITY = ("name", "queue", *DESCRIPTION)
-    PINS = ("dataset_version", "prompt_version", "reward_version", "tool_versions")
+    PINS = ("dataset_version", "sft_dataset_version", "prompt_version", "reward_version", "tool_versions")
 
     def __init__(self, data=None, *args, config: dict[str, Any] | None = None, **kwargs) -> None:
         self.config_fields = schema_fields()
@@ -194,9 +204,10 @@ class RunForm(TeamScopedFormMixin, forms.Form):
         }
 
     def add_service_errors(self, errors: dict[str, list[str]]) -> None:
-        """Put each error from validation of the config on the field of its key path."""
+        """Put each error from validation of the config on the field of its key path (or its pin)."""
         for path, messages in errors.items():
-            target = path if path in self.IDENTITY else field_for_error(path, set(self.config_fields))
+            own = path in self.IDENTITY or path in self.PINS
+            target = path if own else field_for_error(path, set(self.config_fields))
             for message in messages:
                 self.add_error(target, f"{path}: {message}" if target and target != path else message)
 

@@ -55,6 +55,10 @@ class Run(models.Model):
     dataset_version = models.ForeignKey(
         "datasets.DatasetVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # The conversations the SFT warm start trained on (the worker writes them as the run's sft.data_path).
+    sft_dataset_version = models.ForeignKey(
+        "datasets.DatasetVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     prompt_version = models.ForeignKey(
         "prompts.PromptTemplateVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )

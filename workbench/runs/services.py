@@ -21,6 +21,7 @@ from workbench.jobs.queues import QUEUE_NAMES
 
 from .bounds import OutOfBounds, run_config_bound
 from .models import Run, RunStatus, Tag
+from .requirements import run_requirements_errors
 
 
 def run_config_compose(
@@ -30,9 +31,13 @@ def run_config_compose(
     prompt_version=None,
     reward_version=None,
     tool_versions: Sequence = (),
+    sft_dataset_version=None,
 ) -> dict[str, Any]:
-    """The config with the pinned catalog versions written into the sections they define."""
+    """The config with the pinned catalog versions written into the sections they define. Pinned data
+    files are written by the worker (its run directory), so the snapshot names no path for them."""
     config = copy.deepcopy(base)
+    if sft_dataset_version is not None and isinstance(config.get("sft"), dict):
+        config["sft"] = {**config["sft"], "data_path": None}
     if prompt_version is not None:
         config["template"] = {"name": prompt_version.family, "source": prompt_version.source or None}
     if reward_version is not None:
@@ -87,6 +92,7 @@ def run_create(
     prompt_version=None,
     reward_version=None,
     tool_versions: Sequence = (),
+    sft_dataset_version=None,
     cloned_from: Run | None = None,
     launch: bool = True,
 ) -> Run:
@@ -95,16 +101,22 @@ def run_create(
     require_role(user=user, team=team, min_role=Role.MEMBER)
     if queue not in QUEUE_NAMES:
         raise ValidationError({"queue": [f"Unknown queue {queue!r}; one of {', '.join(QUEUE_NAMES)}."]})
-    _check_pins(team, [dataset_version, prompt_version, reward_version, *tool_versions])
+    _check_pins(team, [dataset_version, sft_dataset_version, prompt_version, reward_version, *tool_versions])
     composed = run_config_compose(
         base=config,
         dataset_version=dataset_version,
         prompt_version=prompt_version,
         reward_version=reward_version,
         tool_versions=tool_versions,
+        sft_dataset_version=sft_dataset_version,
     )
     snapshot = run_config_validate(composed)
     run_config_check_bounds(team, snapshot)
+    missing = run_requirements_errors(
+        snapshot, dataset_version=dataset_version, sft_dataset_version=sft_dataset_version
+    )
+    if missing:  # what the worker would refuse a moment after it starts
+        raise ValidationError(missing)
     run = Run(
         team=team,
         created_by=user,
@@ -113,6 +125,7 @@ def run_create(
         queue=queue,
         config=snapshot,
         dataset_version=dataset_version,
+        sft_dataset_version=sft_dataset_version,
         prompt_version=prompt_version,
         reward_version=reward_version,
         cloned_from=cloned_from,
@@ -173,6 +186,7 @@ def run_clone_initial(*, run: Run) -> dict[str, Any]:
         "tags": ", ".join(run.tags.values_list("name", flat=True)),
         "config": copy.deepcopy(run.config),
         "dataset_version": run.dataset_version_id,
+        "sft_dataset_version": run.sft_dataset_version_id,
         "prompt_version": run.prompt_version_id,
         "reward_version": run.reward_version_id,
         "tool_versions": list(run.tool_versions.values_list("pk", flat=True)),

@@ -11,6 +11,20 @@ import pytest
 from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
 
 
+@pytest.fixture(autouse=True)
+def _media_root(settings, tmp_path):
+    """Datasets the tests upload (the rows a run trains on) are stored in a temporary directory."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+@pytest.fixture
+def prompts(team, member):
+    """A stored dataset of prompts of `team`: what a run launched from the form trains on."""
+    from tests.workbench.support.datasets import prompts_version
+
+    return prompts_version(team, member)
+
+
 @pytest.fixture
 def snapshot():
     """A valid config snapshot: the trainers defaults, as run_create stores them."""

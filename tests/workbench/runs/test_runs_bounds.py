@@ -10,6 +10,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
+from tests.workbench.support.datasets import prompts_version
 from trainers.config import RunConfig, load_config
 from workbench.datasets.models import Dataset, DatasetVersion
 from workbench.runs.execution import execution_config, run_execute
@@ -35,7 +36,10 @@ def python_tool(**config) -> dict:
 
 
 def create(team, user, config: dict) -> Run:
-    return run_create(team=team, user=user, name="r", config=config, queue="cpu", launch=False)
+    rows = prompts_version(team, user)  # what every run trains on
+    return run_create(
+        team=team, user=user, name="r", config=config, queue="cpu", launch=False, dataset_version=rows
+    )
 
 
 def refusal(team, user, config: dict) -> dict[str, list[str]]:

@@ -64,13 +64,13 @@ def test_yaml_copied_out_of_the_form_is_what_the_cli_loads(client_for, member, p
 
 
 def test_pasted_yaml_replaces_the_form_values_and_launches(
-    client_for, member, django_capture_on_commit_callbacks
+    client_for, member, prompts, django_capture_on_commit_callbacks
 ):
     client = client_for(member)
     config = yaml.safe_load(yaml_out(client.get(URL + "?preset=toolrl")))
     config["training"]["steps"], config["name"] = 7, "from yaml"
     data = {
-        **form_post(RunConfig().model_dump(mode="json"), name="typed"),
+        **form_post(RunConfig().model_dump(mode="json"), name="typed", dataset_version=prompts.pk),
         "config_yaml": yaml.safe_dump(config),
     }
     with django_capture_on_commit_callbacks(execute=False):

@@ -5,12 +5,16 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from tests.workbench.support.datasets import prompts_version
 from workbench.runs.models import RunStatus
 from workbench.runs.services import run_cancel, run_clone_initial, run_create, run_update
 
 
 def create(team, user, config=None, **kwargs):
     kwargs.setdefault("queue", "cpu")
+    writer = team.memberships.filter(user=user, role__in=("member", "admin")).exists()
+    if "dataset_version" not in kwargs and writer:
+        kwargs["dataset_version"] = prompts_version(team, user)  # the rows every run trains on
     return run_create(team=team, user=user, name="r1", config=config or {}, **kwargs)
 
 
@@ -74,15 +78,17 @@ def test_demo_runs_are_launched_once(team, member, django_capture_on_commit_call
     from django.core.management import call_command
 
     from workbench.demo_catalog import seed_demo_catalog
+    from workbench.runs.management.commands.seed_demo_runs import COLLAPSE, LEARNING
 
     seed_demo_catalog(team=team, user=member)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         call_command("seed_demo_runs", team=team.name, username=member.username)
         call_command("seed_demo_runs", team=team.name, username=member.username)
     assert len(callbacks) == 2
-    assert sorted(team.runs.values_list("name", flat=True)) == ["Demo: finished run", "Demo: live run"]
-    run = team.runs.get(name="Demo: finished run")
-    assert run.dataset_version is not None and run.tool_versions.count() == 1
+    assert sorted(team.runs.values_list("name", flat=True)) == sorted([LEARNING, COLLAPSE])
+    for run in team.runs.all():  # both finish by themselves: a bounded number of steps
+        assert run.dataset_version is not None and run.sft_dataset_version is not None
+        assert run.tool_versions.count() == 1 and run.config["training"]["steps"] <= 50
 
 
 @pytest.fixture

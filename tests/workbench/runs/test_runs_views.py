@@ -67,11 +67,12 @@ def test_invalid_value_is_shown_on_its_field(client_for, member):
     assert not Run.objects.exists()
 
 
-def test_valid_post_creates_and_launches(client_for, member, django_capture_on_commit_callbacks):
+def test_valid_post_creates_and_launches(client_for, member, prompts, django_capture_on_commit_callbacks):
     config = RunConfig().model_dump(mode="json")
     config["rollout"]["samples_per_prompt"] = 4
+    data = form_post(config, name="four", dataset_version=prompts.pk)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = client_for(member).post(reverse("runs:create"), form_post(config, name="four"))
+        response = client_for(member).post(reverse("runs:create"), data)
     run = Run.objects.get(name="four")
     assert response.status_code == 302 and response["Location"] == run.get_absolute_url()
     assert (run.config["rollout"]["samples_per_prompt"], len(callbacks)) == (4, 1)
@@ -253,11 +254,16 @@ def test_tokens_shaded_by_probability_with_the_runs_tokenizer(
 
 @pytest.mark.parametrize("preset", sorted(PRESETS.names()))
 def test_every_preset_round_trips_through_the_generated_form(
-    client_for, member, preset, django_capture_on_commit_callbacks
+    client_for, team, member, prompts, preset, django_capture_on_commit_callbacks
 ):
+    from tests.workbench.support.datasets import conversations_version
+
     config = preset_config(preset).model_dump(mode="json")
+    pins = {"dataset_version": prompts.pk}
+    if config["sft"] is not None:
+        pins["sft_dataset_version"] = conversations_version(team, member).pk
     with django_capture_on_commit_callbacks(execute=False):
-        response = client_for(member).post(reverse("runs:create"), form_post(config, name=preset))
+        response = client_for(member).post(reverse("runs:create"), form_post(config, name=preset, **pins))
     assert response.status_code == 302, response.context["form"].errors
     stored = Run.objects.get(name=preset).config
     assert {k: v for k, v in stored.items() if k not in ("name", "output_dir")} == {

@@ -8,8 +8,14 @@ from django.core.files.base import ContentFile
 
 
 def stored_version(team, user, name: str, rows: list[dict], kind: str = "prompts"):
-    """A dataset of `rows` (all in the train split), validated and stored as version 1."""
+    """A dataset of `rows` (all in the train split), validated and stored as version 1; the team's
+    dataset of that name when it has one already."""
+    from workbench.datasets.models import Dataset
     from workbench.datasets.services import dataset_upload_create
+
+    existing = Dataset.objects.filter(team=team, name=name, is_deleted=False).first()
+    if existing is not None:
+        return existing.latest_version()
 
     content = "".join(json.dumps(row) + "\n" for row in rows).encode()
     upload = dataset_upload_create(
