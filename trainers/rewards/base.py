@@ -59,6 +59,14 @@ class RewardComponent(ABC):
 
 
 REWARDS: Registry[type[RewardComponent]] = Registry("reward component")
+NOTES_KEY = "notes"  # trajectory.metadata[NOTES_KEY]: why a reward may not mean what it says
+
+
+def add_note(trajectory: Trajectory, note: str) -> None:
+    """Record `note` once in the trajectory's metadata (stored and shown with the trajectory)."""
+    notes = trajectory.metadata.setdefault(NOTES_KEY, [])
+    if note not in notes:
+        notes.append(note)
 
 
 def assistant_text(trajectory: Trajectory) -> str:

@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import math
 import re
-import threading
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trainers.bounded import BoundedCallError, BoundedRunner, BoundsExceeded, Limits
 from trainers.parsing.answers import extract_boxed, extract_tag
-from trainers.rewards.base import REWARDS, RewardComponent, RewardContext, assistant_text
+from trainers.rewards.base import REWARDS, RewardComponent, RewardContext, add_note, assistant_text
+from trainers.rewards.math_check import too_costly
 from trainers.trajectory import Trajectory
 
 Mode = Literal["math", "exact", "numeric"]
 
-# sympy's parse_expr evaluates Python: only plain arithmetic over single-letter symbols may reach it
-_SAFE_EXPR = re.compile(r"^[0-9A-Za-z+\-*/^().,\s]{1,200}$")
-_ALLOWED_WORDS = {"sqrt", "pi", "exp", "log", "sin", "cos", "tan"}
+# Symbolic checks run in worker processes: a check past these bounds counts as wrong, with a note.
+CHECK_LIMITS = Limits(cpu_s=5, wall_s=10.0, memory_mb=1024, output_bytes=1024)
+SYMBOLIC_EQUAL = "trainers.rewards.math_check:symbolic_equal"
+CHECKER = BoundedRunner(CHECK_LIMITS, preload=("trainers.rewards.math_check", "math_verify", "sympy"))
 _LATEX_COMMAND = re.compile(r"\\[A-Za-z]+")
 _PROSE_WORD = re.compile(r"[A-Za-z]{2,}")
 MAX_MATH_CHARS = 200  # longer "answers" are not parsed symbolically
@@ -48,39 +51,10 @@ def predicted_answer(trajectory: Trajectory) -> str | None:
     return boxed if boxed is not None else extract_tag(text, "answer")
 
 
-def _math_verify_equal(pred: str, gold: str) -> bool:
-    from math_verify import parse, verify
-
-    # math-verify times out with signal.alarm, which only the main thread may use
-    timeout = 5 if threading.current_thread() is threading.main_thread() else None
-    # a bare "1+x" is read as its first number; inside $...$ it is read as an expression
-    gold_parsed = parse(f"${gold}$", parsing_timeout=timeout)
-    pred_parsed = parse(f"${pred}$", parsing_timeout=timeout)
-    if not gold_parsed or not pred_parsed:
-        return False
-    return bool(verify(gold_parsed, pred_parsed, timeout_seconds=timeout))
-
-
-def _sympy_equal(pred: str, gold: str) -> bool:
-    """Fallback when math-verify cannot parse: simplify(pred - gold) == 0 on sanitized input."""
-    import sympy
-    from sympy.parsing.sympy_parser import parse_expr
-
-    for text in (pred, gold):
-        words = re.findall(r"[A-Za-z]+", text)
-        if not _SAFE_EXPR.match(text) or any(len(w) > 1 and w not in _ALLOWED_WORDS for w in words):
-            return False
-    try:
-        a = parse_expr(pred.replace("^", "**"))
-        b = parse_expr(gold.replace("^", "**"))
-        return bool(sympy.simplify(a - b) == 0)
-    except Exception:  # unparsable text is simply not equal
-        return False
-
-
 # commas only as thousands separators: 1-3 leading digits (no leading zero), then groups of exactly
 # three; no "+" sign, which math-verify reads as a set ("+1,234" is {1, 234})
 _THOUSANDS = re.compile(r"-?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d*)?")
+_BIG_EXPONENT = re.compile(r"[eE][-+]?\d{4,}")
 
 
 def _to_number(text: str) -> float | None:
@@ -96,51 +70,90 @@ def _to_number(text: str) -> float | None:
         if not _THOUSANDS.fullmatch(cleaned):
             return None
         cleaned = cleaned.replace(",", "")
+    if _BIG_EXPONENT.search(cleaned):
+        return None  # Fraction would build 10 ** exponent: minutes for 1e99999999
     try:
         return float(Fraction(cleaned))
-    except (ValueError, ZeroDivisionError):
+    except (ValueError, ZeroDivisionError, OverflowError):
         return None
 
 
-def answers_match(pred: str | None, gold: object, params: CorrectnessParams) -> bool:
-    """Whether `pred` answers `gold` under the params' mode."""
+@dataclass(frozen=True)
+class AnswerCheck:
+    """The verdict, and why it may not be a real comparison (the check timed out or was refused)."""
+
+    correct: bool
+    note: str | None = None
+
+
+def check_answer(pred: str | None, gold: object, params: CorrectnessParams) -> AnswerCheck:
+    """Whether `pred` answers `gold` under the params' mode; never runs unbounded."""
     if pred is None or gold is None:
-        return False
+        return AnswerCheck(False)
     pred, gold_text = pred.strip(), str(gold).strip()
     if params.mode == "exact":
         if not params.case_sensitive:
             pred, gold_text = pred.lower(), gold_text.lower()
-        return " ".join(pred.split()) == " ".join(gold_text.split())
+        return AnswerCheck(" ".join(pred.split()) == " ".join(gold_text.split()))
     if params.mode == "numeric":
         a, b = _to_number(pred), _to_number(gold_text)
-        return (
+        close = (
             a is not None
             and b is not None
             and math.isclose(a, b, rel_tol=params.rel_tol, abs_tol=params.abs_tol)
         )
+        return AnswerCheck(close)
     return _math_equal(pred, gold_text)
 
 
-@lru_cache(maxsize=4096)
-def _math_equal(pred: str, gold: str) -> bool:
+def answers_match(pred: str | None, gold: object, params: CorrectnessParams) -> bool:
+    """Whether `pred` answers `gold` under the params' mode."""
+    return check_answer(pred, gold, params).correct
+
+
+def _math_equal(pred: str, gold: str) -> AnswerCheck:
     """Symbolic equivalence, with fast paths: a group's samples often repeat an answer, and parsing
     prose as LaTeX (every letter a symbol) costs seconds on a CPU."""
     if pred == gold:
-        return True
+        return AnswerCheck(True)
     a, b = _to_number(pred), _to_number(gold)
     if a is not None and b is not None:
-        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)  # math-verify's 6-digit rounding
+        return AnswerCheck(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9))  # math-verify's 6-digit rounding
     if len(pred) > MAX_MATH_CHARS:
-        return False
+        return AnswerCheck(False)
     if b is not None and _PROSE_WORD.search(_LATEX_COMMAND.sub("", pred)):
-        return False  # words are not a number
-    return _math_verify_equal(pred, gold) or _sympy_equal(pred, gold)
+        return AnswerCheck(False)  # words are not a number
+    try:
+        return _symbolic_check(pred, gold)
+    except (BoundsExceeded, BoundedCallError) as exc:  # the worker died or the check raised: not cached
+        return AnswerCheck(False, f"answer check failed: {exc}")
+
+
+@lru_cache(maxsize=4096)
+def _symbolic_check(pred: str, gold: str) -> AnswerCheck:
+    """math-verify / sympy in a bounded worker; a check that runs out of time or memory counts as wrong."""
+    reason = too_costly(pred) or too_costly(gold)
+    if reason is not None:
+        return AnswerCheck(False, f"answer check refused: {reason}")
+    try:
+        return AnswerCheck(bool(CHECKER.call(SYMBOLIC_EQUAL, pred, gold)))
+    except BoundsExceeded as exc:
+        if exc.kind == "crash":
+            raise
+        what = "timed out" if exc.kind == "time" else "stopped"
+        return AnswerCheck(False, f"answer check {what}: {exc}")
 
 
 def is_correct(trajectory: Trajectory, params: CorrectnessParams | None = None) -> bool:
-    """Whether the trajectory's final answer matches its ground truth (default: math equivalence)."""
+    """Whether the trajectory's final answer matches its ground truth (default: math equivalence).
+
+    A check that could not compare (timed out, refused) is False and leaves a note on the trajectory."""
     params = params or CorrectnessParams()
-    return answers_match(predicted_answer(trajectory), trajectory.ground_truth.get(params.answer_key), params)
+    gold = trajectory.ground_truth.get(params.answer_key)
+    check = check_answer(predicted_answer(trajectory), gold, params)
+    if check.note is not None:
+        add_note(trajectory, check.note)
+    return check.correct
 
 
 @REWARDS.register("correctness")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from trainers.rewards.base import RewardContext
+from trainers.rewards.base import NOTES_KEY, RewardContext
 from trainers.rewards.composite import RewardDefinition
 from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
 
@@ -62,7 +62,8 @@ def score_text(
     encode: Callable[[str], list[int]] | None = None,
     tools: list[dict] | None = None,
 ) -> dict[str, Any]:
-    """{"components": {key: raw score, "key/part": sub-score}, "weights": {key: weight}, "total": R}."""
+    """{"components": {key: raw score, "key/part": sub-score}, "weights": {key: weight}, "total": R,
+    "notes": [why a score may not be a real comparison, e.g. an answer check that timed out]}."""
     if not isinstance(definition, RewardDefinition):
         definition = RewardDefinition.model_validate(definition)
     traj = trajectory_from_text(text, ground_truth, template, tool_results, encode, tools)
@@ -72,4 +73,5 @@ def score_text(
         "components": dict(traj.rewards),
         "weights": definition.weights_at(step, total_steps),
         "total": traj.reward,
+        "notes": list(traj.metadata.get(NOTES_KEY, [])),
     }

@@ -2,13 +2,8 @@ import pytest
 from pydantic import ValidationError
 
 from trainers.rewards import REWARDS, RewardContext
-from trainers.rewards.correctness import (
-    CorrectnessParams,
-    _math_verify_equal,
-    _sympy_equal,
-    answers_match,
-    predicted_answer,
-)
+from trainers.rewards.correctness import CorrectnessParams, answers_match, predicted_answer
+from trainers.rewards.math_check import math_verify_equal, sympy_equal
 
 CTX = RewardContext()
 
@@ -58,13 +53,13 @@ def test_numeric_mode_reads_fractions_and_thousands_separators():
 
 
 def test_sympy_fallback_proves_algebraic_equality():
-    assert _sympy_equal("(x+1)^2", "x^2 + 2*x + 1")
-    assert not _sympy_equal("(x+1)^2", "x^2 + 1")
+    assert sympy_equal("(x+1)^2", "x^2 + 2*x + 1")
+    assert not sympy_equal("(x+1)^2", "x^2 + 1")
 
 
 def test_sympy_fallback_refuses_code():
-    assert not _sympy_equal("__import__('os').getcwd()", "1")
-    assert not _sympy_equal("exit()", "exit()")
+    assert not sympy_equal("__import__('os').getcwd()", "1")
+    assert not sympy_equal("exit()", "exit()")
 
 
 def test_bad_params_are_rejected():
@@ -131,9 +126,9 @@ def test_commas_out_of_thousands_places_do_not_join_digits(pred, gold):
 def test_comma_cases_agree_with_math_verify():
     pytest.importorskip("math_verify")
     for pred, gold in THOUSANDS_EQUAL:
-        assert _math_verify_equal(pred, gold), (pred, gold)
+        assert math_verify_equal(pred, gold), (pred, gold)
     for pred, gold in COMMA_NOT_THOUSANDS:
-        assert not _math_verify_equal(pred, gold), (pred, gold)
+        assert not math_verify_equal(pred, gold), (pred, gold)
 
 
 def test_a_list_still_matches_itself():
