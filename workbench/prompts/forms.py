@@ -43,5 +43,5 @@ class PreviewForm(TeamScopedFormMixin, forms.Form):
     )
     tools = ToolVersionsChoice(required=False)
     tokenizer = forms.CharField(
-        initial=TINY, help_text="tiny (bundled) or an absolute path to a local tokenizer."
+        initial=TINY, help_text="tiny (bundled) or the absolute path of a tokenizer under a model root."
     )

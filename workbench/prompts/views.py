@@ -28,6 +28,7 @@ def prompt_template_detail(request, pk: int):
     version = selectors.prompt_template_version_get(item=item, number=pages.requested_version(request))
     context = {
         **pages.detail_context(request, item=item, version=version),
+        "can_preview": role_at_least(request.team_role, Role.MEMBER),  # as prompt_template_preview asks
         "preview_form": PreviewForm(user=request.user, team=item.team),
     }
     return render(request, "prompts/detail.html", context)
@@ -77,8 +78,11 @@ def _form_page(request, form, *, item, team):
 
 
 @require_POST
+@team_role_required(Role.MEMBER)
 def prompt_template_preview(request):
-    """htmx partial: render the posted source with a dataset row or question, tools and a tokenizer."""
+    """htmx partial: render the posted source with a dataset row or question, tools and a tokenizer.
+
+    Members only: rendering runs member-written templates (bounded, in a worker process)."""
     form = PreviewForm(request.POST, user=request.user)
     if not form.is_valid():
         return render(request, "prompts/_preview.html", {"form_errors": form.errors})

@@ -49,6 +49,7 @@ class SampleScore:
     weights: dict[str, float] = field(default_factory=dict)
     total: float | None = None
     error: str | None = None
+    notes: list[str] = field(default_factory=list)  # e.g. an answer check that timed out
 
 
 def reward_definition_test(
@@ -76,4 +77,4 @@ def reward_definition_test(
         )
     except (ValueError, TypeError, KeyError) as exc:  # e.g. malformed tool results, a component's refusal
         return SampleScore(error=f"{type(exc).__name__}: {exc}")
-    return SampleScore(scores["components"], scores["weights"], scores["total"])
+    return SampleScore(scores["components"], scores["weights"], scores["total"], notes=scores["notes"])
