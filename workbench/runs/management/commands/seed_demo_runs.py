@@ -1,9 +1,14 @@
-"""Launch the demo runs (idempotent): a short one that finishes and a long one that stays live, both
-pinned to the demo catalog, so a newcomer sees every runs page with data once the worker of `make run`
-picks them up in order."""
+"""Launch the demo runs (idempotent), pinned to the demo catalog: the calculator demo's recipe, SFT warm
+start then GRPO, in two versions that finish by themselves within minutes on a CPU worker:
+
+- one that learns: reward and well-formed calculator calls climb, and the echo-trap detector stays quiet;
+- one driven to collapse (a learning rate that keeps climbing), to show what an echo-trap alert looks like.
+
+`make run`'s worker picks both up at once (one core each)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
+from trainers.workbench_api import DEMO_COLLAPSE_RUN, DEMO_LEARNING_RUN
 from workbench import demo_catalog
 from workbench.accounts.models import Team
 from workbench.datasets.models import Dataset
@@ -13,18 +18,17 @@ from workbench.runs.models import Run
 from workbench.runs.services import run_create
 from workbench.toolschemas.models import ToolSchema
 
-DEMO_RUNS = {"Demo: finished run": 12, "Demo: live run": 5000}  # name -> training steps
-
-# The bundled tiny model, 4 prompts x 4 samples, short turns: seconds per step on a CPU.
-DEMO_CONFIG = {
-    "rollout": {"prompts_per_step": 4, "samples_per_prompt": 4},
-    "limits": {"max_new_tokens_per_turn": 24, "max_turns": 3},
-    "checkpoint": {"every_steps": 5},
-}
+LEARNING = "Demo: calculator, SFT then GRPO"
+COLLAPSE = "Demo: collapse (echo-trap alert)"
+DEMO_RUNS = {
+    LEARNING: (DEMO_LEARNING_RUN, "SFT on expert conversations, then GRPO: tool calls and reward rise."),
+    COLLAPSE: (DEMO_COLLAPSE_RUN, "The same start, then a learning rate that climbs 2.5e-4 per step: the"
+               " policy falls apart and the echo-trap detector raises alerts."),
+}  # fmt: skip
 
 
 def demo_pins(team: Team) -> dict:
-    """The latest versions of the demo catalog items (seed_demo creates them)."""
+    """The latest versions of the demo catalog items the demo runs pin (seed_demo creates them)."""
 
     def latest(model, name):
         item = model.objects.filter(team=team, name=name, is_deleted=False).first()
@@ -34,8 +38,9 @@ def demo_pins(team: Team) -> dict:
 
     return {
         "dataset_version": latest(Dataset, demo_catalog.DATASET_NAME),
+        "sft_dataset_version": latest(Dataset, demo_catalog.SFT_DATASET_NAME),
         "prompt_version": latest(PromptTemplate, demo_catalog.TEMPLATE_NAME),
-        "reward_version": latest(RewardDefinition, demo_catalog.REWARD_NAME),
+        "reward_version": latest(RewardDefinition, demo_catalog.TOOL_REWARD_NAME),
         "tool_versions": [latest(ToolSchema, "calculator")],
     }
 
@@ -53,11 +58,11 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"run seed_demo first: no user {username!r} in team {team!r}")
         pins = demo_pins(team_obj)
-        for name, steps in DEMO_RUNS.items():
+        for name, (config, notes) in DEMO_RUNS.items():
             if Run.objects.filter(team=team_obj, name=name).exists():
                 continue
-            config = {**DEMO_CONFIG, "training": {"steps": steps}}
             run = run_create(
-                team=team_obj, user=user, name=name, config=config, queue="cpu", tags=["demo"], **pins
-            )
+                team=team_obj, user=user, name=name, config=config, queue="cpu", notes=notes, tags=["demo"],
+                **pins,
+            )  # fmt: skip
             self.stdout.write(f"Launched {run.name} (run {run.pk}).")
