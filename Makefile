@@ -24,7 +24,9 @@ $(STAMP): requirements.txt requirements-dev.txt | $(PY)
 
 venv: $(STAMP)
 
-# The worker runs in the recipe shell's process group, so Ctrl-C stops it with the web server.
+# The worker runs in the recipe shell's process group, so Ctrl-C stops it with the web server. Like every
+# worker it also sweeps for runs stranded by a dead worker (workbench/runs/sweeper.py): no beat process.
+# Keep-alive outlasts the pages' 2 s polls, so a poll never races the server closing its connection.
 run: $(STAMP)
 	mkdir -p var
 	$(PY) manage.py migrate --noinput
@@ -38,7 +40,7 @@ run: $(STAMP)
 		--logfile var/worker.log & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT; \
 	$(VENV)/bin/gunicorn workbench.wsgi -b $(HOST):$(PORT) --workers 2 --threads 4 --timeout 600 \
-		--access-logfile -
+		--keep-alive 5 --access-logfile -
 
 # tests.services uses the PostgreSQL and Redis that answer, or starts throwaway ones from the installed
 # binaries for the run (and says what to install when there are none). A per-test timeout makes a hang
