@@ -36,6 +36,8 @@ run: $(STAMP)
 	@echo ""
 	@echo "  Workbench: http://$(HOST):$(PORT)/   (log in as shown above; worker log: var/worker.log)"
 	@echo ""
+	@# One torch thread per run: the two demo runs train at once, a core each, instead of four threads on two.
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} \
 	$(PY) -m celery -A workbench worker -Q gpu,rollout,cpu -n local@%h -c $(WORKER_CONCURRENCY) -l INFO \
 		--logfile var/worker.log & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT; \

@@ -4,7 +4,8 @@ start then GRPO, in two versions that finish by themselves within minutes on a C
 - one that learns: reward and well-formed calculator calls climb, and the echo-trap detector stays quiet;
 - one driven to collapse (a learning rate that keeps climbing), to show what an echo-trap alert looks like.
 
-`make run`'s worker picks both up at once (one core each)."""
+`make run`'s worker trains both at once (a core each); the learning run is launched last, so it heads
+the runs list."""
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -21,9 +22,9 @@ from workbench.toolschemas.models import ToolSchema
 LEARNING = "Demo: calculator, SFT then GRPO"
 COLLAPSE = "Demo: collapse (echo-trap alert)"
 DEMO_RUNS = {
-    LEARNING: (DEMO_LEARNING_RUN, "SFT on expert conversations, then GRPO: tool calls and reward rise."),
     COLLAPSE: (DEMO_COLLAPSE_RUN, "The same start, then a learning rate that climbs 2.5e-4 per step: the"
                " policy falls apart and the echo-trap detector raises alerts."),
+    LEARNING: (DEMO_LEARNING_RUN, "SFT on expert conversations, then GRPO: tool calls and reward rise."),
 }  # fmt: skip
 
 
