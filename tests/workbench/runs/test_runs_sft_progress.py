@@ -3,6 +3,8 @@ charted while the run is still in SFT, and its progress on the status strip."""
 
 from __future__ import annotations
 
+import json
+
 from django.urls import reverse
 
 from workbench.runs.models import MetricPoint
@@ -62,3 +64,57 @@ def test_dashboard_page_lists_the_sft_series(client_for, member, run):
     DatabaseSink(run.id, flush_seconds=0.0).log_sft(1, sft_step(1))
     response = client_for(member).get(run.get_absolute_url())
     assert "sft/loss" in response.context["keys"]
+
+
+def test_sft_reaches_the_database_while_it_runs(run, tmp_path):
+    """The real SFT stage through the database sink: each SFT step is stored within a flush interval of
+    being trained, long before RL begins (the sink flushes every 2 s; this clock ticks 1 s a reading)."""
+    import itertools
+
+    from trainers.config.loader import validate_config
+    from trainers.demo.arithmetic import make_splits, write_rows
+    from trainers.demo.catalog import expert_conversations
+    from trainers.training.run import run_config
+    from trainers.training.sinks import MultiSink, Sink
+
+    experts = tmp_path / "experts.jsonl"
+    experts.write_text("".join(json.dumps(r) + "\n" for r in expert_conversations(24)), encoding="utf-8")
+    tiny = {
+        "hidden_size": 32,
+        "num_layers": 1,
+        "num_heads": 2,
+        "num_kv_heads": 1,
+        "tokenizer_corpus": "sft_data",
+    }
+    config = validate_config({
+        "output_dir": str(tmp_path / "run"), "model": {"path": "tiny", "tiny": tiny},
+        "tools": [{"name": "calculator"}], "rollout": {"prompts_per_step": 2, "samples_per_prompt": 2},
+        "limits": {"max_new_tokens_per_turn": 8, "max_turns": 2}, "training": {"steps": 1},
+        "sft": {"data_path": str(experts), "batch_size": 4, "epochs": 2},
+        "data": {"train_path": str(write_rows(make_splits(8, 0, seed=1)[0], tmp_path / "train.jsonl"))},
+    })  # fmt: skip
+    stored: list[int] = []  # sft/loss points in the database as each SFT step is logged
+
+    class Probe(Sink):
+        def log_sft(self, step, metrics):
+            stored.append(MetricPoint.objects.filter(run=run, key="sft/loss").count())
+
+        def log_metrics(self, step, metrics): ...
+
+        def log_trajectories(self, step, trajectories): ...
+
+        def log_eval(self, step, results): ...
+
+        def log_checkpoint(self, step, path): ...
+
+        def log_alerts(self, alerts): ...
+
+        def close(self): ...
+
+    ticks = itertools.count()
+    database = DatabaseSink(run.pk, flush_points=10_000, clock=lambda: float(next(ticks)))
+    run_config(config, sink=MultiSink([database, Probe()]))
+    assert len(stored) == 12  # 2 epochs of 24 conversations, 4 a step
+    assert all(step - count <= 2 for step, count in enumerate(stored, start=1)), stored
+    run.refresh_from_db()
+    assert run.last_step == 1  # the RL step; SFT's 12 steps are their own series
