@@ -4,16 +4,12 @@ from its last checkpoint with no gap and no duplicate step."""
 
 from __future__ import annotations
 
-import random
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
 from tests.workbench.support.worker import WorkerProcess
-from trainers.demo.arithmetic import make_problem, write_rows
-from workbench.datasets.models import Dataset, DatasetVersion
 from workbench.runs.models import MetricPoint, Run, RunStatus
 from workbench.runs.services import run_cancel, run_create
 from workbench.runs.tasks import train_run
@@ -21,32 +17,15 @@ from workbench.runs.tasks import train_run
 pytestmark = [pytest.mark.services, pytest.mark.timeout(420)]
 
 
-@pytest.fixture
-def train_file(team, settings):
-    """Training rows stored as a dataset file of the team: under MEDIA_ROOT, which the worker processes share,
-    the files a run may read besides the operator's data roots."""
-    rng = random.Random(0)
-    name = f"datasets/tests/{uuid.uuid4().hex}.jsonl"
-    path = Path(settings.MEDIA_ROOT) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_rows([make_problem(rng, i) for i in range(16)], path)
-    dataset = Dataset.objects.create(team=team, name=name)
-    DatasetVersion.objects.create(
-        item=dataset, number=1, file=name, source_name="train.jsonl", file_format="jsonl", file_size=1
-    )
-    yield path
-    path.unlink()
-
-
-def tiny_config(train_file, steps: int) -> dict:
-    """The bundled tiny model, 2 prompts x 2 samples, short turns: a few seconds per step on a CPU."""
+def tiny_config(steps: int) -> dict:
+    """The bundled tiny model, 2 prompts x 2 samples, short turns: a few seconds per step on a CPU; the
+    rows come from the pinned `prompts` dataset, which the worker exports from the database."""
     return {
         "tools": [{"name": "calculator"}],
         "rollout": {"prompts_per_step": 2, "samples_per_prompt": 2},
         "limits": {"max_new_tokens_per_turn": 12, "max_turns": 2},
         "training": {"steps": steps},
         "checkpoint": {"every_steps": 2},
-        "data": {"train_path": str(train_file)},
     }
 
 
@@ -68,8 +47,10 @@ def reward_steps(run: Run) -> list[int]:
     return sorted(MetricPoint.objects.filter(run=run, key="reward/mean").values_list("step", flat=True))
 
 
-def test_launched_run_trains_on_the_worker(transactional_db, celery_worker, team, member, train_file):
-    run = run_create(team=team, user=member, name="tiny", config=tiny_config(train_file, 3), queue="cpu")
+def test_launched_run_trains_on_the_worker(transactional_db, celery_worker, team, member, prompts):
+    run = run_create(
+        team=team, user=member, name="tiny", config=tiny_config(3), queue="cpu", dataset_version=prompts
+    )
     done = wait_for(lambda: run_now(run.pk).is_finished, 300, "the run to finish", celery_worker)
     run = run_now(run.pk)
     assert done and run.status == RunStatus.SUCCEEDED, run.log_tail
@@ -78,8 +59,10 @@ def test_launched_run_trains_on_the_worker(transactional_db, celery_worker, team
     assert run.last_checkpoint_step == 3
 
 
-def test_cancel_stops_the_worker_within_seconds(transactional_db, celery_worker, team, member, train_file):
-    run = run_create(team=team, user=member, name="long", config=tiny_config(train_file, 500), queue="cpu")
+def test_cancel_stops_the_worker_within_seconds(transactional_db, celery_worker, team, member, prompts):
+    run = run_create(
+        team=team, user=member, name="long", config=tiny_config(500), queue="cpu", dataset_version=prompts
+    )
     wait_for(lambda: (run_now(run.pk).last_step or 0) >= 1, 240, "a first step", celery_worker)
     run_cancel(run=run_now(run.pk), user=member)
     started = time.monotonic()
@@ -91,12 +74,18 @@ def test_cancel_stops_the_worker_within_seconds(transactional_db, celery_worker,
 
 
 def test_sigkilled_worker_run_resumes_elsewhere(
-    transactional_db, worker_env, tmp_path, team, member, train_file
+    transactional_db, worker_env, tmp_path, team, member, prompts
 ):
     queue = f"kill-{uuid.uuid4().hex[:6]}"  # only this test's workers consume it
     env = {**worker_env, "CELERY_VISIBILITY_TIMEOUT": "8", "RUNS_LEASE_S": "6"}
     run = run_create(
-        team=team, user=member, name="killed", config=tiny_config(train_file, 6), queue="cpu", launch=False
+        team=team,
+        user=member,
+        name="killed",
+        config=tiny_config(6),
+        queue="cpu",
+        launch=False,
+        dataset_version=prompts,
     )
     Run.objects.filter(pk=run.pk).update(queue=queue)  # where a sweep requeues it: not the session worker's
     first = WorkerProcess(env=env, log_dir=tmp_path, queues=queue)
