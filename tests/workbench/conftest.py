@@ -106,12 +106,15 @@ def client_for(db):
 
 @pytest.fixture(scope="session")
 def worker_env(django_db_setup, django_db_blocker) -> dict:
-    """Environment for worker processes: this session's test database, Redis keys and a fast heartbeat."""
+    """Environment for worker processes: this session's test database, Redis keys and a fast heartbeat.
+    They sweep for stranded runs only when they start: tests make "running" runs that no worker holds,
+    which a periodic sweep would requeue; the recovery tests give their own workers a short period."""
     from django.db import connection
 
     with django_db_blocker.unblock():
         url = database_url_for(connection.settings_dict)
-    return {**os.environ, "DATABASE_URL": url, "WORKER_HEARTBEAT_INTERVAL": "1"}
+    periods = {"WORKER_HEARTBEAT_INTERVAL": "1", "RUNS_SWEEP_INTERVAL_S": "86400"}
+    return {**os.environ, "DATABASE_URL": url, **periods}
 
 
 @pytest.fixture(scope="session")

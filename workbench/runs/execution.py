@@ -180,9 +180,24 @@ def run_execute(
     run = run_claim(run_id=run_id, worker=worker)
     if run is None:
         return None
+    lease = LeaseKeeper(run.pk, run.attempts)
+    lease.start()  # held until the attempt has recorded how it ended
+    try:
+        return _attempt(run, worker=worker, train=train, lease=lease, poll_interval=poll_interval)
+    except LeaseLost as exc:
+        logger.warning("%s: stopping without writing more", exc)
+        return None
+    finally:
+        lease.stopped.set()
+        lease.join()
+
+
+def _attempt(
+    run: Run, *, worker: str, train: Callable[..., Any], lease: LeaseKeeper, poll_interval: float
+) -> str | None:
+    """Train from the newest readable checkpoint and record how the attempt ended (LeaseLost propagates)."""
     tail, cancel = LogTail(), CancelPoller(run.pk, interval=poll_interval)
-    sink, lease = DatabaseSink(run.pk, attempt=run.attempts), LeaseKeeper(run.pk, run.attempts)
-    lease.start()
+    sink = DatabaseSink(run.pk, attempt=run.attempts)
     try:
         with tail.capture():
             checkpoint = resume_point(run)
@@ -196,25 +211,21 @@ def run_execute(
                 resume_from=checkpoint.path if checkpoint else None,
             )
             sink.close()
-    except LeaseLost as exc:
-        logger.warning("%s: stopping without writing more", exc)
-        return None
+    except LeaseLost:
+        raise
     except Exception as exc:
-        logger.exception("run %s failed", run_id)
+        logger.exception("run %s failed", run.pk)
         _close_quietly(sink)
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        run_finish(run_id=run_id, attempt=run.attempts, status=RunStatus.FAILED, error=error,
+        run_finish(run_id=run.pk, attempt=run.attempts, status=RunStatus.FAILED, error=error,
                    log_tail=_tail(tail, exc))  # fmt: skip
         return RunStatus.FAILED
-    finally:
-        lease.stopped.set()
-        lease.join()
     # The loop also stops itself on an echo-trap alert when the run was configured so.
     by_alert = not cancel.cancelled and bool(getattr(result, "stopped", False))
     status = RunStatus.CANCELLED if cancel.cancelled or by_alert else RunStatus.SUCCEEDED
     note = "Stopped by an echo-trap alert (echo_trap.on_alert = stop)." if by_alert else ""
     run_alerts_detect(run=run)
-    if not run_finish(run_id=run_id, attempt=run.attempts, status=status, error=note, log_tail=tail.text()):
+    if not run_finish(run_id=run.pk, attempt=run.attempts, status=status, error=note, log_tail=tail.text()):
         return None
     return status
 
