@@ -6,9 +6,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, F, OuterRef, Q, Subquery, Sum, Window
+from django.db.models.functions import RowNumber
 
-from .models import MetricPoint, Run, TrajectoryRecord
+from .models import Alert, MetricPoint, Run, TrajectoryRecord
 from .rollups import series_maxima
 
 SUMMARY_KEYS = ("reward/mean", "eval/accuracy")
@@ -54,6 +55,8 @@ class Summary:
     final: dict[str, float | None]
     best: dict[str, float | None]
     tool_calls_per_solved: float | None
+    alert: Alert | None  # the latest one
+    alert_count: int
 
 
 def _finals(run_ids: list[int]) -> dict[tuple[int, str], float]:
@@ -85,18 +88,35 @@ def _tool_calls_per_solved(run_ids: list[int]) -> dict[int, float]:
     return {row["run_id"]: row["calls"] / row["solved"] for row in rows if row["solved"]}
 
 
+def _latest_alerts(run_ids: list[int]) -> dict[int, Alert]:
+    """run id -> its latest alert, annotated with `total` (how many the run raised), in one query."""
+    latest_first = [F("step").desc(), F("id").desc()]
+    rows = (
+        Alert.objects.filter(run_id__in=run_ids)
+        .annotate(
+            total=Window(Count("id"), partition_by=[F("run_id")]),
+            rank=Window(RowNumber(), partition_by=[F("run_id")], order_by=latest_first),
+        )
+        .filter(rank=1)
+    )
+    return {alert.run_id: alert for alert in rows}
+
+
 def compare_summary(runs: list[Run]) -> list[Summary]:
-    """One summary row per run, from three queries whatever the number of runs."""
+    """One summary row per run, from four queries whatever the number of runs."""
     ids = [run.pk for run in runs]
     if not ids:
         return []
     finals, bests, productivity = _finals(ids), _bests(ids), _tool_calls_per_solved(ids)
+    alerts = _latest_alerts(ids)
     return [
         Summary(
             run=run,
             final={key: finals.get((run.pk, key)) for key in SUMMARY_KEYS},
             best={key: bests.get((run.pk, key)) for key in SUMMARY_KEYS},
             tool_calls_per_solved=productivity.get(run.pk),
+            alert=alerts.get(run.pk),
+            alert_count=alerts[run.pk].total if run.pk in alerts else 0,
         )
         for run in runs
     ]

@@ -12,7 +12,7 @@ from django.urls import reverse
 from trainers.config import PRESETS, RunConfig, preset_config
 from trainers.trajectory import ToolCall
 from workbench.runs.config_form import flatten, schema_fields
-from workbench.runs.ingest import metrics_ingest, trajectories_ingest
+from workbench.runs.ingest import alerts_record, metrics_ingest, trajectories_ingest
 from workbench.runs.models import Run
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror="alert(1)">'
@@ -127,6 +127,29 @@ def test_compare_shows_config_differences(client_for, member, run, team, snapsho
     other = Run.objects.create(team=team, created_by=member, name="seed7", config=changed, is_baseline=True)
     body = client_for(member).get(reverse("runs:compare") + f"?runs={run.pk},{other.pk}").content.decode()
     assert "<code>seed</code>" in body and "baseline" in body
+
+
+def test_compare_names_each_runs_latest_alert(client_for, member, run, team, snapshot):
+    collapsed = Run.objects.create(team=team, created_by=member, name="collapsed", config=snapshot)
+    quiet = Run.objects.create(team=team, created_by=member, name="quiet", config=snapshot)
+    alerts_record(run_id=run.pk, alerts=[{"step": 3, "rule": "grad_spike", "message": "grad norm x9"}])
+    alerts_record(
+        run_id=collapsed.pk,
+        alerts=[
+            {"step": 9, "rule": "echo_trap", "message": "reward fell", "severity": "critical"},
+            {"step": 4, "rule": "std_collapse", "message": "groups agree"},
+        ],
+    )
+    url = reverse("runs:compare") + f"?runs={run.pk}&runs={collapsed.pk}&runs={quiet.pk}"
+    response = client_for(member).get(url)
+    summary = {
+        s.run.name: (s.alert and (s.alert.rule, s.alert.step), s.alert_count)
+        for s in response.context["summary"]
+    }
+    assert summary == {"demo": (("grad_spike", 3), 1), "collapsed": (("echo_trap", 9), 2), "quiet": (None, 0)}
+    body = response.content.decode()
+    assert '<strong>echo_trap</strong> at step 9</a> <span class="muted">(2 alerts)</span>' in body
+    assert f'href="/runs/{collapsed.pk}/#alerts" title="reward fell"' in body
 
 
 def test_compare_ignores_other_teams_runs(client_for, member, run, other_run):
