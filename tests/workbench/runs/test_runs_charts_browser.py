@@ -9,13 +9,12 @@ or a failed request; these tests also check it where the charts are drawn.
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
+from tests.workbench.support.charts import assert_every_chart_drawn, dashboard_chart_count
 from trainers.metrics.keys import STANDARD_KEYS, reward_component_key, tool_calls_key
 from workbench.runs.ingest import metrics_ingest
 from workbench.runs.models import Run
@@ -26,16 +25,6 @@ STEPS = 400
 COMPONENTS = ("correctness", "format", "tool_use")
 TOOLS = ("calculator", "python", "search")
 EVAL_KEYS = ("eval/accuracy", "eval/reward_mean")  # the sink logs evaluations as eval/<name>
-
-# For each plotly chart whose traces have points: how many traces have points and how many are drawn
-# (an SVG path with a non-empty `d` in the trace's group of the scatter layer).
-DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].map((div) => ({
-  id: div.id,
-  withPoints: (div.data || []).filter((t) => (t.y || []).some((v) => v !== null && v !== undefined)).length,
-  drawn: [...div.querySelectorAll('.scatterlayer .trace')]
-    .filter((g) => [...g.querySelectorAll('path')].some((p) => (p.getAttribute('d') || '').length > 2))
-    .length,
-}))"""
 
 
 def real_run_metrics(start: int, stop: int, phase: float = 0.0) -> list[tuple[int, str, float]]:
@@ -53,31 +42,12 @@ def real_run_metrics(start: int, stop: int, phase: float = 0.0) -> list[tuple[in
     return points
 
 
-def assert_every_chart_drawn(page, expected_charts: int) -> None:
-    """Once the page plotted its charts, every trace with points is drawn (waiting a little for the SVG)."""
-    page.wait_for_function(
-        f"() => [...document.querySelectorAll('.js-plotly-plot')].filter((d) => d._fullData).length"
-        f" >= {expected_charts}",
-        timeout=60_000,
-    )
-    with contextlib.suppress(PlaywrightTimeoutError):  # the assertion below says which charts are blank
-        page.wait_for_function(
-            f"() => ({DRAWN})().every((c) => c.withPoints > 0 && c.drawn >= c.withPoints)", timeout=10_000
-        )
-    charts = page.evaluate(DRAWN)
-    assert len(charts) == expected_charts, charts
-    blank = [c for c in charts if c["withPoints"] == 0 or c["drawn"] < c["withPoints"]]
-    assert blank == [], f"charts with data but no drawn lines: {blank}"
-
-
 def test_dashboard_with_every_series_of_a_real_run_draws_every_chart(page, login, member, run, console_log):
     metrics_ingest(run_id=run.pk, points=real_run_metrics(0, STEPS))
     login(member)
     page.goto(run.get_absolute_url())
     # as many charts as the dashboard defines for these keys: all of them
-    expected = page.evaluate(
-        "RunCharts.resolve(JSON.parse(document.getElementById('series-keys').textContent)).length"
-    )
+    expected = dashboard_chart_count(page)
     assert expected >= 16
     assert_every_chart_drawn(page, expected)
     for chart in ("reward", "group-std", "components", "entropy", "grad-norm", "kl", "clip"):
@@ -101,9 +71,7 @@ def test_dashboard_step_titles_clear_the_legends(page, login, member, run, conso
     metrics_ingest(run_id=run.pk, points=real_run_metrics(0, 50))
     login(member)
     page.goto(run.get_absolute_url())
-    expected = page.evaluate(
-        "RunCharts.resolve(JSON.parse(document.getElementById('series-keys').textContent)).length"
-    )
+    expected = dashboard_chart_count(page)
     assert_every_chart_drawn(page, expected)
     charts = page.evaluate(TITLE_ON_LEGEND)
     assert len(charts) >= 8  # every chart with two series or more has a legend below it
@@ -133,8 +101,6 @@ def test_compare_with_several_runs_draws_every_run(page, login, member, team, ru
     # each run's dashboard, one after the other in the same tab, draws too
     for each in runs[:2]:
         page.goto(each.get_absolute_url())
-        expected = page.evaluate(
-            "RunCharts.resolve(JSON.parse(document.getElementById('series-keys').textContent)).length"
-        )
+        expected = dashboard_chart_count(page)
         assert_every_chart_drawn(page, expected)
     assert console_log.problems == []
