@@ -11,6 +11,7 @@ import asyncio
 import json
 import random
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,13 @@ def calculator_outputs(expressions: Sequence[str]) -> list[str]:
         results = await asyncio.gather(*(tool.invoke({"expression": e}) for e in expressions))
         return [r.output for r in results]
 
-    return asyncio.run(run_all())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run_all())
+    # Called from a running event loop (an async caller, a Playwright test): run them in a thread of its own.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, run_all()).result()
 
 
 def tool_messages(problem: Problem, output: str) -> list[dict[str, Any]]:
