@@ -155,7 +155,13 @@ def test_preview_shows_each_conversation_turn_by_turn(client_for, team, member, 
     first = body[body.index('id="conversation-0"') : body.index('id="conversation-1"')]
     classes = [part.split('"')[0].split() for part in first.split('class="turn role-')[1:]]
     assert [c[0] for c in classes] == ["system", "user", "assistant", "tool", "assistant"]
-    assert [c[1] for c in classes] == ["turn-masked", "turn-masked", "turn-policy", "turn-masked", "turn-policy"]
+    assert [c[1] for c in classes] == [
+        "turn-masked",
+        "turn-masked",
+        "turn-policy",
+        "turn-masked",
+        "turn-policy",
+    ]
     assert "calculator" in first and "12 * 34" in first and "408" in first
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and "<b>no</b>" not in body
     partial = client_for(member).get(f"/datasets/{version.item.pk}/v/1/rows/?split=train").content.decode()
