@@ -104,3 +104,16 @@ def test_compare_with_several_runs_draws_every_run(page, login, member, team, ru
         expected = dashboard_chart_count(page)
         assert_every_chart_drawn(page, expected)
     assert console_log.problems == []
+
+
+def test_a_series_with_a_single_point_is_drawn(page, login, member, run, console_log):
+    """An evaluation logged once (the demo runs evaluate at their last step) shows a marker: a line
+    through one point draws nothing, and the Evaluation chart showed empty axes."""
+    points = [(step, "reward/mean", step / 30) for step in range(1, 31)] + [(30, "eval/accuracy", 0.6)]
+    metrics_ingest(run_id=run.pk, points=points)
+    login(member)
+    page.goto(run.get_absolute_url())
+    assert dashboard_chart_count(page) == 2
+    assert_every_chart_drawn(page, 2)
+    expect(page.locator("#chart-eval .scatterlayer .trace .points path")).to_have_count(1)
+    assert console_log.problems == []

@@ -10,13 +10,14 @@ import contextlib
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-# For each plotly chart whose traces have points: how many traces have points and how many are drawn
-# (an SVG path with a non-empty `d` in the trace's group of the scatter layer).
+# For each plotly chart whose traces have points: how many traces have points and how many are drawn: an
+# SVG path in the trace's group of the scatter layer with a segment or an arc (a line, a fill, a marker);
+# a line through a single point is a path "Mx,yZ", which shows nothing.
 DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].map((div) => ({
   id: div.id,
   withPoints: (div.data || []).filter((t) => (t.y || []).some((v) => v !== null && v !== undefined)).length,
   drawn: [...div.querySelectorAll('.scatterlayer .trace')]
-    .filter((g) => [...g.querySelectorAll('path')].some((p) => (p.getAttribute('d') || '').length > 2))
+    .filter((g) => [...g.querySelectorAll('path')].some((p) => /[LHVCQA]/i.test(p.getAttribute('d') || '')))
     .length,
 }))"""
 

@@ -68,7 +68,8 @@ window.RunCharts = (() => {
     }
     for (const key of chart.keys) {
       const s = series[key];
-      if (s) out.push({ x: s.x, y: s.y, mode: "lines", name: text(key), type: "scatter" });
+      // A line through one point draws nothing (an evaluation run once, at the last step): a marker does.
+      if (s) out.push({ x: s.x, y: s.y, mode: s.x.length === 1 ? "markers" : "lines", name: text(key), type: "scatter" });
     }
     return out;
   }
