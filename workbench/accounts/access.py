@@ -77,13 +77,15 @@ def require_role(*, user, team: Team | int, min_role: str) -> str:
 
 
 def get_scoped_or_404(model_or_qs: type[Model] | QuerySet, user, pk, min_role: str = Role.VIEWER) -> Model:
-    """The row with this pk if one of user's teams owns it (else 404) and user's role suffices (else 403)."""
+    """The row with this pk if one of user's teams owns it (else 404) and user's role suffices (else 403).
+    One query for a viewer's read: the scoped queryset already holds only teams where user is a viewer."""
     qs = team_queryset(model_or_qs, user)
     try:
         obj = qs.get(pk=pk)
     except (qs.model.DoesNotExist, ValueError, TypeError, ValidationError) as exc:  # unknown or malformed pk
         raise Http404 from exc
-    require_role(user=user, team=team_id_of(obj), min_role=min_role)
+    if min_role != Role.VIEWER:
+        require_role(user=user, team=team_id_of(obj), min_role=min_role)
     return obj
 
 

@@ -7,11 +7,13 @@ import io
 import json
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from django.http import JsonResponse, StreamingHttpResponse
 
 from . import selectors
 from .compare import run_ids_param
+from .freshness import data_version, shared_response
 from .models import MetricPoint, Run
 from .series import series_downsample, series_keys
 
@@ -75,15 +77,30 @@ def _xy(points: list[tuple[int, float]]) -> dict[str, list]:
     return {"x": list(steps), "y": list(values)}
 
 
-def run_series(request, pk: int):
-    """{series: {key: {x, y}}, alerts, last_step, status} for the requested keys and step range."""
-    run = selectors.run_get(user=request.user, pk=pk)
-    try:
+@dataclass(frozen=True)
+class SeriesQuery:
+    """What a chart asks for: series, step window, bucket count, and whether to list the run's series."""
+
+    keys: tuple[str, ...]
+    step_min: int | None
+    step_max: int | None
+    buckets: int
+    available: bool
+
+    @classmethod
+    def from_request(cls, request) -> SeriesQuery:
         step_min, step_max = _step(request, "step_min"), _step(request, "step_max")
-    except BadParameter as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+        available = bool(request.GET.get("available"))
+        return cls(tuple(_keys(request)), step_min, step_max, _buckets(request), available)
+
+
+def _series_json(run: Run, query: SeriesQuery) -> bytes:
     series = series_downsample(
-        run=run, keys=_keys(request), step_min=step_min, step_max=step_max, buckets=_buckets(request)
+        run=run,
+        keys=list(query.keys),
+        step_min=query.step_min,
+        step_max=query.step_max,
+        buckets=query.buckets,
     )
     payload = {
         "series": {
@@ -92,11 +109,23 @@ def run_series(request, pk: int):
         },
         "alerts": _alerts(run),
         # Asked for by a dashboard opened before the run logged anything.
-        "available": series_keys(run=run) if request.GET.get("available") else None,
+        "available": series_keys(run=run) if query.available else None,
         "last_step": run.last_step,
         "status": run.status,
     }
-    return JsonResponse(payload)
+    return json.dumps(payload, separators=(",", ":")).encode()
+
+
+def run_series(request, pk: int):
+    """{series: {key: {x, y}}, alerts, last_step, status} for the requested keys and step range: 304
+    while nothing was stored since the client's copy, else built once per stored batch for every viewer."""
+    run = selectors.run_get(user=request.user, pk=pk)
+    try:
+        query = SeriesQuery.from_request(request)
+    except BadParameter as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    version = data_version(run, "series", query)
+    return shared_response(request, version, lambda: _series_json(run, query), "application/json")
 
 
 def compare_series(request):

@@ -31,10 +31,18 @@ def _finite_points(points: Iterable[MetricTriple]) -> dict[tuple[str, int], floa
     return out
 
 
+def _stored(run_id: int, **fields: Any) -> None:
+    """Note on the run's row that more of what it streams was stored (and set `fields`), in the caller's
+    transaction: pages that poll compare `data_version`, so they see the write as soon as it commits."""
+    Run.objects.filter(pk=run_id).update(data_version=F("data_version") + 1, **fields)
+
+
 def _advance_run(run_id: int, step: int) -> None:
     """Move the run's high-water step and heartbeat forward (never backwards on a replayed batch)."""
-    Run.objects.filter(pk=run_id).update(
-        last_step=Greatest(Coalesce(F("last_step"), Value(step)), Value(step)), heartbeat_at=timezone.now()
+    _stored(
+        run_id,
+        last_step=Greatest(Coalesce(F("last_step"), Value(step)), Value(step)),
+        heartbeat_at=timezone.now(),
     )
 
 
@@ -57,6 +65,8 @@ def metrics_ingest(*, run_id: int, points: Iterable[MetricTriple], advance_step:
     rollups_refresh(run_id=run_id, keys=keys, step_lo=min(steps), step_hi=max(steps))
     if advance_step:
         _advance_run(run_id, max(steps))
+    else:
+        _stored(run_id)
     return len(values)
 
 
@@ -150,6 +160,8 @@ def trajectories_ingest(*, run_id: int, batches: Mapping[int, Sequence[Trajector
         unique_fields=["run", "step", "key"],
         update_fields=TRAJECTORY_FIELDS,
     )
+    if records:
+        _stored(run_id)
     return len(records)
 
 
@@ -157,7 +169,7 @@ def trajectories_ingest(*, run_id: int, batches: Mapping[int, Sequence[Trajector
 def checkpoint_record(*, run_id: int, step: int, path: str) -> Checkpoint:
     """Record a saved checkpoint; the run resumes from the newest one when its task is redelivered."""
     checkpoint, _ = Checkpoint.objects.update_or_create(run_id=run_id, step=step, defaults={"path": path})
-    Run.objects.filter(pk=run_id).update(last_checkpoint_step=step)
+    _stored(run_id, last_checkpoint_step=step)
     return checkpoint
 
 
@@ -188,4 +200,6 @@ def alerts_record(*, run_id: int, alerts: Iterable[Any]) -> list[Alert]:
             run_id=run_id, step=fields.pop("step"), rule=fields.pop("rule"), defaults=fields
         )
         stored.append(obj)
+    if stored:
+        _stored(run_id)
     return stored

@@ -77,6 +77,9 @@ class Run(models.Model):
     log_tail = models.TextField(blank=True)
     last_step = models.IntegerField(null=True, blank=True)
     last_checkpoint_step = models.IntegerField(null=True, blank=True)
+    # Bumped by every write of what the worker streams (ingest.py), in the same transaction: the pages'
+    # ETags and shared caches key on it, so they never serve what was stored before it.
+    data_version = models.PositiveBigIntegerField(default=0)
 
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

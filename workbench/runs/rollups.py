@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .models import MetricPoint, MetricRollup
+from django.db.models import F
+
+from .models import MetricPoint, MetricRollup, Run
 
 FACTOR = 4
 TOP_LEVEL = 8  # 4**8 = 65,536 steps per bucket: enough for runs of millions of steps
@@ -99,6 +101,7 @@ def rollups_rebuild(*, run_id: int, chunk_steps: int = FACTOR**7) -> None:
     keys = list(MetricPoint.objects.filter(run_id=run_id).values_list("key", flat=True).distinct())
     for lo in range(first - first % chunk_steps, last + 1, chunk_steps):
         rollups_refresh(run_id=run_id, keys=keys, step_lo=lo, step_hi=min(lo + chunk_steps - 1, last))
+    Run.objects.filter(pk=run_id).update(data_version=F("data_version") + 1)  # cached charts are stale
 
 
 def series_maxima(*, run_ids: list[int], keys: Iterable[str]) -> dict[tuple[int, str], tuple[float, int]]:

@@ -6,17 +6,19 @@ import json
 
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from trainers.workbench_api import PRESETS, RunConfig, preset_config
-from workbench.accounts.access import role_at_least, team_role_required
+from workbench.accounts.access import role_at_least, role_for_team_id, team_role_required
 from workbench.accounts.models import Role
-from workbench.accounts.selectors import role_for
 
 from . import selectors, services
 from .compare import compare_summary, config_diff, run_ids_param
 from .forms import RunForm, RunMetaForm, TrajectoryFilterForm, preset_choices
+from .freshness import cached, conditional, data_version, status_version
 from .models import RunStatus
 from .series import series_keys, series_keys_union
 from .tokens import SHADINGS, has_entropies, turn_pieces
@@ -81,30 +83,37 @@ def run_create(request):
 
 def run_detail(request, pk: int):
     run = selectors.run_get(user=request.user, pk=pk)
+    tags = list(run.tags.all())
     meta = RunMetaForm(
         initial={
             "name": run.name,
             "notes": run.notes,
-            "tags": ", ".join(t.name for t in run.tags.all()),
+            "tags": ", ".join(t.name for t in tags),
             "is_baseline": run.is_baseline,
         }
     )
     context = {
         "run": run,
+        "tags": tags,
         "meta_form": meta,
         "alerts": run.alerts.all(),
         "checkpoints": run.checkpoints.all(),
         "keys": series_keys(run=run),
         "config_json": json.dumps(run.config, indent=2, sort_keys=True),
-        "can_write": role_at_least(role_for(user=request.user, team=run.team), Role.MEMBER),
+        "can_write": role_at_least(role_for_team_id(request.user, run.team_id), Role.MEMBER),
     }
     return render(request, "runs/detail.html", context)
 
 
 def run_status(request, pk: int):
-    """The status strip, polled by htmx while the run is live (it stops polling once finished)."""
+    """The status strip, polled by htmx while the run is live (it stops polling once finished): 304 while
+    it would show the same."""
     run = selectors.run_get(user=request.user, pk=pk)
-    return render(request, "runs/_status.html", {"run": run})
+    return conditional(request, status_version(run), lambda: _status_strip(run))
+
+
+def _status_strip(run) -> HttpResponse:
+    return HttpResponse(render_to_string("runs/_status.html", {"run": run}))
 
 
 @require_POST
@@ -134,17 +143,24 @@ def run_edit(request, pk: int):
 
 
 def trajectory_list(request, pk: int):
+    """The inspector's list; its rows are rendered once per stored batch and query for every reader."""
     run = selectors.run_get(user=request.user, pk=pk)
     form = TrajectoryFilterForm(request.GET)
+    version = data_version(run, "trajectory rows", sorted(request.GET.lists()))
+    rows = cached(version, lambda: _trajectory_rows(run, form, query=_without(request.GET, "cursor")))
+    if request.htmx:
+        return HttpResponse(rows)
+    return render(request, "runs/trajectories.html", {"run": run, "form": form, "rows": rows})
+
+
+def _trajectory_rows(run, form: TrajectoryFilterForm, query: str) -> str:
     page = None
     if form.is_valid():
         sort = form.cleaned_data.get("sort") or "-reward"
         page = selectors.trajectory_list(
             run=run, filters=form.filters(), sort=sort, cursor=form.cleaned_data.get("cursor") or ""
         )
-    context = {"run": run, "form": form, "page": page, "query": _without(request.GET, "cursor")}
-    template = "runs/_trajectory_rows.html" if request.htmx else "runs/trajectories.html"
-    return render(request, template, context)
+    return render_to_string("runs/_trajectory_rows.html", {"run": run, "page": page, "query": query})
 
 
 def trajectory_detail(request, pk: int, tid: int):
