@@ -133,13 +133,31 @@ class TrainingConfig(BaseModel):
         return self
 
 
+class SFTPhase(BaseModel):
+    """One phase of an SFT curriculum: a number of steps, on every conversation or on the tool-using ones."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: int = Field(..., ge=1, description="SFT steps of this phase")
+    only_tool_calls: bool = Field(
+        False, description="train on the conversations in which the assistant calls a tool, and no others"
+    )
+
+
 class SFTConfig(BaseModel):
-    """An SFT warm start on expert trajectories before RL."""
+    """An SFT warm start on expert trajectories before RL: `epochs` passes over the data with a cosine
+    decay, or a curriculum of `phases`, each at a constant lr with a fresh optimiser and its own warm-up."""
 
     model_config = ConfigDict(extra="forbid")
 
     data_path: str | None = Field(None, description="JSONL of expert conversations; filled by the workbench")
-    epochs: int = Field(1, ge=1, description="passes over the SFT data")
+    epochs: int = Field(1, ge=1, description="passes over the SFT data; ignored when phases are given")
+    phases: list[SFTPhase] | None = Field(
+        None,
+        min_length=1,
+        description="a curriculum run in order, replacing epochs, e.g. the tool-using conversations alone"
+        " first (copying tool results forms faster), then all of them",
+    )
     lr: float = Field(1e-5, gt=0.0, description="SFT learning rate")
     batch_size: int = Field(8, ge=1, description="conversations per SFT step")
     max_length: int = Field(1024, ge=16, description="tokens kept per conversation")

@@ -11,7 +11,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -244,12 +244,62 @@ def sft_stage(
         records, template=template, tokenizer=tokenizer, tools=tools, prompt_source=config.template.source
     )
     examples = [_truncate(t, sft.max_length) for t in rendered]
+    on_step = sink.log_sft if sink is not None else None
+    if sft.phases is not None:
+        return sft_curriculum(model, examples, sft, pad_token_id=tokenizer.pad_token_id, seed=config.seed,
+                              should_stop=should_stop, on_step=on_step)  # fmt: skip
     steps = sft.epochs * -(-len(examples) // sft.batch_size)
     return sft_train(
         model, examples, pad_token_id=tokenizer.pad_token_id, steps=steps, batch_size=sft.batch_size,
         lr=sft.lr, warmup_steps=min(20, steps // 10 + 1), seed=config.seed, should_stop=should_stop,
-        on_step=sink.log_sft if sink is not None else None,
+        on_step=on_step,
     )  # fmt: skip
+
+
+def calls_a_tool(trajectory: Trajectory) -> bool:
+    """Whether an assistant turn of the (rendered expert) trajectory calls a tool."""
+    return any(turn.tool_calls for turn in trajectory.response_turns)
+
+
+def sft_curriculum(
+    model: torch.nn.Module,
+    examples: Sequence[Trajectory],
+    sft: Any,
+    *,
+    pad_token_id: int,
+    seed: int = 0,
+    should_stop: Callable[[], bool] | None = None,
+    on_step: Callable[[int, dict[str, float]], None] | None = None,
+) -> SFTResult:
+    """`sft.phases` in order, each `sft_train` at a constant lr (the calculator demo's recipe); steps are
+    numbered across phases and `sft/progress` runs from 0 to 1 over all of them."""
+    total = sum(phase.steps for phase in sft.phases)
+    done, seconds, loss = 0, 0.0, float("nan")
+    for phase in sft.phases:
+        pool = [e for e in examples if calls_a_tool(e)] if phase.only_tool_calls else list(examples)
+        if not pool:
+            raise ValueError("sft.phases: a tool-only phase needs conversations that call a tool")
+        result = sft_train(
+            model, pool, pad_token_id=pad_token_id, steps=phase.steps, batch_size=sft.batch_size, lr=sft.lr,
+            decay=False, seed=seed, should_stop=should_stop, on_step=_offset(on_step, done, total),
+        )  # fmt: skip
+        done, seconds, loss = done + result.steps, seconds + result.seconds, result.final_loss
+        if result.steps < phase.steps:  # stopped
+            break
+    return SFTResult(steps=done, seconds=seconds, final_loss=loss)
+
+
+def _offset(
+    on_step: Callable[[int, dict[str, float]], None] | None, done: int, total: int
+) -> Callable[[int, dict[str, float]], None] | None:
+    """A phase's step callback renumbered after the `done` steps of earlier phases."""
+    if on_step is None:
+        return None
+
+    def shifted(step: int, metrics: dict[str, float]) -> None:
+        on_step(done + step, {**metrics, keys.SFT_PROGRESS: (done + step) / total})
+
+    return shifted
 
 
 def _truncate(trajectory: Trajectory, max_length: int) -> Trajectory:
@@ -260,8 +310,6 @@ def _truncate(trajectory: Trajectory, max_length: int) -> Trajectory:
         if budget <= 0:
             break
         keep = turn.token_ids[:budget]
-        turns.append(
-            Turn(role=turn.role, text=turn.text, token_ids=keep, loss_mask=turn.loss_mask[: len(keep)])
-        )
+        turns.append(replace(turn, token_ids=keep, loss_mask=turn.loss_mask[: len(keep)]))
         budget -= len(keep)
     return Trajectory(uid=trajectory.uid, group_id=trajectory.group_id, turns=turns)
