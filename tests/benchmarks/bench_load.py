@@ -3,13 +3,16 @@
 gunicorn serves the workbench as `make run` does (2 processes x 4 threads); a run of the bundled tiny model
 trains as fast as it can in a worker process (load_bench_support.py: the worker's code path, metrics and
 trajectories through DatabaseSink); 50 simulated users (asyncio + httpx, each its own session) poll it for
-BENCH_LOAD_SECONDS (default 120): half watch the dashboard as the browser does (the status strip every
-2 s, all charts' data when a step arrived, the page every 30 s), half read trajectory pages (the list,
-then one trajectory, every 3 s). Meanwhile a probe reads the chart data every 0.25 s to see when each step
-becomes visible. Then the run is cancelled and what the trainer logged is compared with what was stored.
+BENCH_LOAD_SECONDS (default 120): half watch the dashboard as runs/dashboard.js does (the status strip
+every 2 s; when it shows a new step, the RL charts' data with the run's series list, then the SFT charts'
+data; the page, then its charts, every 30 s as viewers come and go), half read trajectory pages (the
+list, then one trajectory, every 3 s). Each user keeps what the server tagged with an ETag and
+revalidates it, as the browser's cache does for htmx's and fetch()'s requests (304 Not Modified: the
+kept copy). Meanwhile a probe reads the chart data every 0.25 s to see when each step becomes visible.
+Then the run is cancelled and what the trainer logged is compared with what was stored.
 
-Prints per page: requests, p50/p95/max latency, errors; the ingest lag (step handed to the sink by the
-trainer -> visible in the chart data over HTTP); lost metric points and trajectories.
+Prints per page: requests (and how many answered 304), p50/p95/max latency, errors; the ingest lag (step
+handed to the sink by the trainer -> visible in the chart data over HTTP); lost points and trajectories.
 Targets: p95 < 300 ms on every page, zero errors, zero lost points.
 Usage: DATABASE_URL=postgres://... python tests/benchmarks/bench_load.py [--users 50] [--seconds 120]
 """
@@ -51,29 +54,51 @@ from workbench.runs.models import MetricPoint, Run, TrajectoryRecord  # noqa: E4
 TARGET_P95_MS = 300.0
 logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
 TRAJECTORY_LINK = re.compile(r'href="(/runs/\d+/trajectories/\d+/)"')
+PAGE_KEYS = re.compile(r'<script id="series-keys" type="application/json">(.*?)</script>', re.S)
+STRIP = re.compile(r'data-status="(\w*)" data-last-step="(\d*)" data-sft-step="(\d*)"')
+
+
+@dataclass
+class Browser:
+    """One user's connection pool and HTTP cache: bodies that came with an ETag are kept and revalidated."""
+
+    client: httpx.AsyncClient
+    kept: dict[str, tuple[str, str]] = field(default_factory=dict)  # url -> (etag, body)
+
+    async def get(self, url: str) -> tuple[int, str]:
+        """(status, body); a 304 gives the kept body, as the browser hands it to the page."""
+        etag, body = self.kept.get(url, (None, ""))
+        response = await self.client.get(url, headers={"If-None-Match": etag} if etag else {})
+        if response.status_code == 304 and etag:
+            return 304, body
+        if response.status_code == 200 and "ETag" in response.headers:
+            self.kept[url] = (response.headers["ETag"], response.text)
+        return response.status_code, response.text
 
 
 @dataclass
 class Stats:
-    """Latencies (ms) and errors per page, and when the probe first saw each step."""
+    """Latencies (ms), 304s and errors per page, and when the probe first saw each step."""
 
     ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    not_modified: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     errors: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     seen_at: dict[int, float] = field(default_factory=dict)
     probe_from: float = 0.0  # steps handed over before the probe's first read are not timed
 
-    async def get(self, client: httpx.AsyncClient, page: str, url: str) -> httpx.Response | None:
+    async def get(self, browser: Browser, page: str, url: str) -> str | None:
         started = time.perf_counter()
         try:
-            response = await client.get(url)
+            status, body = await browser.get(url)
         except httpx.HTTPError as exc:
             self.errors[page].append(f"{type(exc).__name__}: {exc}")
             return None
         self.ms[page].append((time.perf_counter() - started) * 1000)
-        if response.status_code != 200:
-            self.errors[page].append(f"HTTP {response.status_code} {url}")
+        self.not_modified[page] += status == 304
+        if status not in (200, 304):
+            self.errors[page].append(f"HTTP {status} {url}")
             return None
-        return response
+        return body
 
 
 # Setup ---------------------------------------------------------------------------------------------
@@ -149,44 +174,80 @@ def start_trainer(run: Run, stamps: Path, data_dir: Path, log: Path) -> subproce
 # Simulated users -------------------------------------------------------------------------------------
 
 
-def series_url(run: Run, keys: list[str]) -> str:
-    return f"/runs/{run.pk}/series/?keys={','.join(keys)}&buckets=300"
+def series_url(run: Run, keys: list[str], discover: bool = False) -> str:
+    """A chart data request as dashboard.js makes it; `discover` also asks for the run's series list."""
+    url = f"/runs/{run.pk}/series/?keys={','.join(keys[:64])}&buckets=300"
+    return url + "&available=1" if discover else url
 
 
-async def dashboard_user(client: httpx.AsyncClient, run: Run, keys: list[str], stats: Stats, until: float):
-    """The browser's dashboard: status strip every 2 s, the charts' data when a new step shows."""
-    last_step, page_at = None, 0.0
+def chart_groups(keys: list[str]) -> tuple[list[str], list[str]]:
+    """The RL and the SFT charts' series (fetched apart: each window ends at its own last step)."""
+    return [k for k in keys if not k.startswith("sft/")], [k for k in keys if k.startswith("sft/")]
+
+
+def strip_state(html: str | None) -> tuple[str, ...] | None:
+    """(status, RL step, SFT step) as dashboard.js reads them from the status strip's data attributes."""
+    found = STRIP.search(html or "")
+    return found.groups() if found else None
+
+
+async def draw_charts(browser: Browser, run: Run, keys: list[str], stats: Stats) -> None:
+    """dashboard.js's refreshAll: the RL charts' data, then the SFT charts'."""
+    for group in chart_groups(keys):
+        if group:
+            await stats.get(browser, "chart data", series_url(run, group))
+
+
+async def follow(browser: Browser, run: Run, keys: list[str], stats: Stats) -> list[str]:
+    """dashboard.js's follow, after new steps: the RL charts' data with the series list; new series are
+    drawn with one more request. Returns the series the page knows."""
+    rl, sft = chart_groups(keys)
+    body = await stats.get(browser, "chart data", series_url(run, rl, discover=True))
+    available = json.loads(body)["available"] if body else keys
+    if available != keys:
+        await draw_charts(browser, run, available, stats)
+    elif sft:
+        await stats.get(browser, "chart data", series_url(run, sft))
+    return available
+
+
+async def dashboard_user(browser: Browser, run: Run, stats: Stats, until: float):
+    """runs/dashboard.js in a browser: the page draws its charts, the strip is polled every 2 s, and a
+    strip that shows another RL or SFT step (or a run no longer running) makes the page redraw the charts
+    and learn which series exist. A viewer (re)opens the page every 30 s."""
+    page_at, progress = -float("inf"), None
     await asyncio.sleep(random.uniform(0, 2))  # users arrive at different moments
     while time.monotonic() < until:
         if time.monotonic() - page_at >= 30:
-            await stats.get(client, "dashboard", f"/runs/{run.pk}/")
-            page_at = time.monotonic()
-        strip = await stats.get(client, "status strip", f"/runs/{run.pk}/status/")
-        step = re.search(r'data-last-step="(\d*)"', strip.text) if strip is not None else None
-        if step is None or step.group(1) != last_step:
-            last_step = step.group(1) if step else None
-            await stats.get(client, "chart data", series_url(run, keys))
+            page = await stats.get(browser, "dashboard", f"/runs/{run.pk}/")
+            page_at, progress = time.monotonic(), (strip_state(page) or ("", "", ""))[1:]
+            keys = json.loads(PAGE_KEYS.search(page).group(1)) if page else []
+            await draw_charts(browser, run, keys, stats)
+        strip = strip_state(await stats.get(browser, "status strip", f"/runs/{run.pk}/status/"))
+        if strip is not None and (strip[1:] != progress or strip[0] != "running"):
+            progress = strip[1:]
+            keys = await follow(browser, run, keys, stats)
         await asyncio.sleep(2 + random.uniform(-0.2, 0.2))
 
 
-async def trajectory_user(client: httpx.AsyncClient, run: Run, stats: Stats, until: float):
+async def trajectory_user(browser: Browser, run: Run, stats: Stats, until: float):
     """A reader of trajectories: the inspector's list (run-wide, by reward), then one of its trajectories."""
     await asyncio.sleep(random.uniform(0, 3))
     while time.monotonic() < until:
-        listing = await stats.get(client, "trajectory list", f"/runs/{run.pk}/trajectories/")
-        links = TRAJECTORY_LINK.findall(listing.text) if listing is not None else []
+        listing = await stats.get(browser, "trajectory list", f"/runs/{run.pk}/trajectories/")
+        links = TRAJECTORY_LINK.findall(listing) if listing is not None else []
         if links:
             await asyncio.sleep(random.uniform(0.5, 1.5))
-            await stats.get(client, "trajectory", random.choice(links))
+            await stats.get(browser, "trajectory", random.choice(links))
         await asyncio.sleep(3 + random.uniform(-0.3, 0.3))
 
 
-async def lag_probe(client: httpx.AsyncClient, run: Run, stats: Stats, done: asyncio.Event):
+async def lag_probe(browser: Browser, run: Run, stats: Stats, done: asyncio.Event):
     """Reads the reward series every 0.25 s and notes when each step first shows."""
     shown, stats.probe_from = 0, time.time()
     while not done.is_set():
-        response = await stats.get(client, "probe (chart data)", series_url(run, ["reward/mean"]))
-        steps = response.json()["series"].get("reward/mean", {}).get("x", []) if response is not None else []
+        body = await stats.get(browser, "probe (chart data)", series_url(run, ["reward/mean"]))
+        steps = json.loads(body)["series"].get("reward/mean", {}).get("x", []) if body is not None else []
         newest = max(steps, default=0)
         for step in range(shown + 1, newest + 1):
             stats.seen_at[step] = time.time()
@@ -228,25 +289,26 @@ async def load(run: Run, sessions: list[str], trainer: subprocess.Popen, base: s
     keys = await wait_for_keys(run, trainer)
     limits = httpx.Limits(max_connections=4)
 
-    def client(session: str) -> httpx.AsyncClient:
+    def browser(session: str) -> Browser:
         cookies = {settings.SESSION_COOKIE_NAME: session}
-        return httpx.AsyncClient(base_url=base, cookies=cookies, timeout=30, limits=limits)
+        return Browser(httpx.AsyncClient(base_url=base, cookies=cookies, timeout=30, limits=limits))
 
-    clients = [client(session) for session in sessions]
-    await warm_up(clients[0], run, keys)
-    probe = asyncio.create_task(lag_probe(client(sessions[0]), run, stats, done))
+    browsers = [browser(session) for session in sessions]
+    await warm_up(browsers[0].client, run, keys)
+    prober = browser(sessions[0])
+    probe = asyncio.create_task(lag_probe(prober, run, stats, done))
     until = time.monotonic() + seconds
     users = [
-        dashboard_user(c, run, keys, stats, until) if i % 2 == 0 else trajectory_user(c, run, stats, until)
-        for i, c in enumerate(clients)
+        dashboard_user(b, run, stats, until) if i % 2 == 0 else trajectory_user(b, run, stats, until)
+        for i, b in enumerate(browsers)
     ]
     await asyncio.gather(*users)
     await asyncio.to_thread(cancel_and_wait, run, trainer)
     await asyncio.sleep(0.5)  # one more probe after the last flush
     done.set()
     await probe
-    for c in clients:
-        await c.aclose()
+    for b in [*browsers, prober]:
+        await b.client.aclose()
     return stats
 
 
@@ -278,12 +340,14 @@ def logged(stamps: Path) -> tuple[dict[int, float], set[tuple[int, str]], set[tu
 
 
 def report(stats: Stats, run: Run, stamps: Path, seconds: float) -> bool:
-    print(f"{'page':22s} {'requests':>8s} {'p50 ms':>8s} {'p95 ms':>8s} {'max ms':>8s} {'errors':>7s}")
+    header = ("page", "requests", "304", "p50 ms", "p95 ms", "max ms", "errors")
+    print(f"{header[0]:22s} {header[1]:>8s} {header[2]:>6s}" + "".join(f" {h:>8s}" for h in header[3:]))
     pages_ok = True
     for page in sorted(set(stats.ms) | set(stats.errors)):
         ms, errors = stats.ms[page], stats.errors[page]
         p50, p95 = (percentile(ms, 0.5), percentile(ms, 0.95)) if ms else (float("nan"),) * 2
-        print(f"{page:22s} {len(ms):8d} {p50:8.1f} {p95:8.1f} {max(ms, default=0):8.1f} {len(errors):7d}")
+        print(f"{page:22s} {len(ms):8d} {stats.not_modified[page]:6d} {p50:8.1f} {p95:8.1f} "
+              f"{max(ms, default=0):8.1f} {len(errors):8d}")  # fmt: skip
         pages_ok &= bool(ms) and p95 < TARGET_P95_MS and not errors
     for page, errors in stats.errors.items():
         for error in errors[:3]:

@@ -1,6 +1,6 @@
 """In chromium: the dashboard's polls revalidate what the browser kept (htmx's status strip and fetch()'s
-chart data send If-None-Match, so an unchanged poll costs the server a 304), and the page still follows a
-step stored meanwhile."""
+chart data send If-None-Match, so an unchanged poll costs the server a 304), and the page follows a step
+stored meanwhile with one chart data request."""
 
 from __future__ import annotations
 
@@ -17,10 +17,19 @@ def revalidates(path: str):
     return lambda request: path in request.url and bool(request.all_headers().get("if-none-match"))
 
 
+def store_and_follow(page, run, step: int) -> None:
+    """Store an RL step; the strip shows it and the reward chart draws it."""
+    metrics_ingest(run_id=run.pk, points=[(step, "reward/mean", step / 10)])
+    expect(page.locator("#run-status")).to_contain_text(f"step {step}")
+    page.wait_for_function(
+        "(n) => document.getElementById('chart-reward').data.at(-1).x.length === n", arg=step
+    )
+
+
 def test_dashboard_polls_revalidate_and_follow_a_new_step(page, login, member, run, console_log):
     run.status = RunStatus.RUNNING
     run.save()
-    metrics_ingest(run_id=run.pk, points=[(1, "reward/mean", 0.2), (2, "reward/mean", 0.3)])
+    metrics_ingest(run_id=run.pk, points=[(1, "reward/mean", 0.1), (2, "reward/mean", 0.2)])
     login(member)
     page.goto(run.get_absolute_url())
     expect(page.locator("#chart-reward .scatterlayer .trace path.js-line").first).to_be_visible()
@@ -28,8 +37,11 @@ def test_dashboard_polls_revalidate_and_follow_a_new_step(page, login, member, r
     with page.expect_request(revalidates("/status/"), timeout=15_000):
         pass
 
+    store_and_follow(page, run, 3)  # the chart data asked for after a step: a new request
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url) if "/series/" in request.url else None)
     with page.expect_request(revalidates("/series/?keys=reward"), timeout=15_000):
-        metrics_ingest(run_id=run.pk, points=[(3, "reward/mean", 0.4)])
-    expect(page.locator("#run-status")).to_contain_text("step 3")
-    page.wait_for_function("document.getElementById('chart-reward').data.at(-1).x.length === 3")
+        store_and_follow(page, run, 4)  # the same request after the next step: revalidated
+    # one request per step: the RL charts' data with the list of series (no new series, no second one)
+    assert len(asked) == 1 and "available=1" in asked[0], asked
     assert console_log.problems == []

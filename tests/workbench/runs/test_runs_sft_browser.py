@@ -36,5 +36,5 @@ def test_the_dashboard_follows_the_sft_stage_then_rl(page, login, member, run, c
     expect(page.locator("#chart-reward .scatterlayer .trace path").first).to_be_attached(timeout=30_000)
     expect(page.locator("#sft-progress")).to_have_count(0)
     # the SFT chart's data is fetched after the RL charts are drawn (dashboard.js's refreshAll)
-    page.wait_for_function("document.getElementById('chart-sft').data[0].x.length === 100")
+    page.wait_for_function("() => document.getElementById('chart-sft').data[0].x.length === 100")
     assert console_log.problems == []

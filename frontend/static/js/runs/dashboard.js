@@ -1,6 +1,7 @@
 // The live run dashboard: one JSON request draws every chart; the htmx-polled status strip triggers
 // refreshes; zooming re-fetches that chart's range (the server keeps min, max and last per bucket);
-// clicking a point opens that step's trajectories.
+// clicking a point opens that step's trajectories. The browser revalidates every request with the
+// server's ETag, so what did not change costs a 304.
 (() => {
   const root = document.getElementById("dashboard");
   const container = document.getElementById("charts");
@@ -11,9 +12,10 @@
   let charts = [];
   const ranges = {}; // chart id -> [lo, hi] while zoomed
 
-  function url(keys, range, element) {
+  function url(keys, range, element, discover = false) {
     const params = new URLSearchParams({ keys: keys.join(","), buckets: RunCharts.buckets(element) });
     if (range) { params.set("step_min", Math.floor(range[0])); params.set("step_max", Math.ceil(range[1])); }
+    if (discover) params.set("available", "1"); // also list the series the run has logged
     return `${seriesUrl}?${params}`;
   }
 
@@ -60,14 +62,15 @@
   }
 
   // SFT and RL charts are fetched apart: each request's step window ends at its own keys' last step.
-  async function refreshGroup(group) {
+  async function refreshGroup(group, discover = false) {
     const keys = [...new Set(group.flatMap((c) => [...c.keys, ...(c.band ? [c.band] : [])]))];
-    if (!keys.length) return;
-    const data = await fetchJson(url(keys, null, container));
+    if (!keys.length && !discover) return null;
+    const data = await fetchJson(url(keys, null, container, discover));
     for (const chart of group) {
       if (ranges[chart.id]) continue; // a zoomed chart keeps its range until reset
       draw(chart, data);
     }
+    return data;
   }
 
   async function refreshAll() {
@@ -75,10 +78,19 @@
     await refreshGroup(charts.filter((c) => c.sft));
   }
 
-  async function discoverKeys() {
-    // A new run logs its first series after the page loaded: ask the server which exist now.
-    const data = await fetchJson(`${seriesUrl}?keys=&available=1`);
-    return data.available || available;
+  // After new steps: one request redraws the RL charts and lists the series the run has now (a run logs
+  // new series after the page loaded: its first, evaluations, SFT then RL); charts for new series are
+  // resolved and drawn with one more request.
+  async function follow() {
+    const data = await refreshGroup(charts.filter((c) => !c.sft), true);
+    if (data.available && data.available.join("\n") !== available.join("\n")) {
+      available = data.available;
+      charts = RunCharts.resolve(available);
+      document.getElementById("no-metrics")?.remove();
+      await refreshAll();
+    } else {
+      await refreshGroup(charts.filter((c) => c.sft));
+    }
   }
 
   async function start() {
@@ -93,10 +105,7 @@
     if (!strip || !event.target.contains(strip)) return;
     if (progress(strip) === lastProgress && strip.dataset.status === "running") return;
     lastProgress = progress(strip);
-    available = await discoverKeys();
-    charts = RunCharts.resolve(available);
-    document.getElementById("no-metrics")?.remove();
-    await refreshAll();
+    await follow();
   });
 
   start();
