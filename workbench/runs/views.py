@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
@@ -18,7 +19,7 @@ from workbench.accounts.models import Role
 from . import selectors, services
 from .compare import compare_summary, config_diff, run_ids_param
 from .forms import RunForm, RunMetaForm, TrajectoryFilterForm, preset_choices
-from .freshness import cached, conditional, data_version, status_version
+from .freshness import cached, data_version, shared_response, status_version
 from .models import RunStatus
 from .series import series_keys, series_keys_union
 from .tokens import SHADINGS, has_entropies, turn_pieces
@@ -107,13 +108,10 @@ def run_detail(request, pk: int):
 
 def run_status(request, pk: int):
     """The status strip, polled by htmx while the run is live (it stops polling once finished): 304 while
-    it would show the same."""
+    it would show the same, else rendered once per change for every viewer."""
     run = selectors.run_get(user=request.user, pk=pk)
-    return conditional(request, status_version(run), lambda: _status_strip(run))
-
-
-def _status_strip(run) -> HttpResponse:
-    return HttpResponse(render_to_string("runs/_status.html", {"run": run}))
+    render_strip = partial(render_to_string, "runs/_status.html", {"run": run})
+    return shared_response(request, status_version(run), render_strip, "text/html; charset=utf-8")
 
 
 @require_POST

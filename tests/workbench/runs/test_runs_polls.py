@@ -133,6 +133,15 @@ def test_series_is_built_once_for_every_viewer(
     assert cached.json()["series"]["reward/mean"] == {"x": [1], "y": [0.25]}
 
 
+def test_status_strip_is_rendered_once_for_every_viewer(
+    client_for, member, viewer, running, django_assert_num_queries
+):
+    url, other_viewer = reverse("runs:status", args=[running.pk]), client_for(viewer)
+    first = client_for(member).get(url).content
+    with django_assert_num_queries(REQUEST_FLOOR + 1):  # no SFT progress read, no render
+        assert other_viewer.get(url).content == first
+
+
 def test_series_and_status_of_another_teams_run_answer_404_even_with_its_etag(
     client_for, member, outsider, running
 ):
@@ -159,7 +168,9 @@ def test_trajectory_list_rows_differ_per_filter_and_serve_htmx(client_for, membe
         run_id=running.pk, batches={1: [make_trajectory("a", 0)], 2: [make_trajectory("b", 0)]}
     )
     client, url = client_for(member), reverse("runs:trajectories", args=[running.pk])
-    assert "a/0" in client.get(url + "?step=1").content.decode()
+    for step, shown in ((1, "a/0"), (2, "b/0")):
+        page = client.get(url + f"?step={step}").content.decode()
+        assert shown in page and f'name="step" value="{step}"' in page  # its rows and its filter fields
     step_two = client.get(url + "?step=2", HTTP_HX_REQUEST="true").content.decode()
     assert step_two.startswith('<div id="trajectory-rows">') and "b/0" in step_two and "a/0" not in step_two
 
