@@ -68,8 +68,9 @@ def _seed_datasets(team: Team, user) -> None:
             name=SFT_DATASET_NAME,
             kind=DatasetKind.CONVERSATIONS,
             file=ContentFile(content.encode(), name="calculator_experts.jsonl"),
-            description="400 expert conversations on arithmetic: half call the calculator and copy its"
-            " result, half answer directly. The demo runs' SFT warm start; every row trains.",
+            description="1000 expert conversations on arithmetic, the calculator demo's: 60% call the"
+            " calculator and copy its result, the rest answer directly. The demo runs' SFT warm start; every"
+            " row trains.",
             eval_ratio=0.0,
             process_now=True,
         )

@@ -36,8 +36,8 @@ def test_seed_is_complete_and_idempotent(team, admin):
     dataset = Dataset.objects.get(team=team, name=DATASET_NAME)
     assert (dataset.latest_version().row_count, dataset.latest_version().eval_count) == (200, 20)
     experts = Dataset.objects.get(team=team, name=SFT_DATASET_NAME)
-    assert (experts.kind, experts.latest_version().train_count) == (DatasetKind.CONVERSATIONS, 400)
-    assert DatasetRow.objects.count() == 200 + 400
+    assert (experts.kind, experts.latest_version().train_count) == (DatasetKind.CONVERSATIONS, 1000)
+    assert DatasetRow.objects.count() == 200 + 1000
     assert sorted(ToolSchema.objects.filter(team=team).values_list("name", flat=True)) == [
         "calculator",
         "python",

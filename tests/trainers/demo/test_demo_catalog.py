@@ -9,12 +9,13 @@ from trainers.demo.catalog import COLLAPSE_RUN, LEARNING_RUN, expert_conversatio
 def test_conversations_call_the_real_calculator_and_copy_its_result():
     records = expert_conversations(40)
     calling = [r for r in records if len(r["messages"]) == 4]
-    assert 10 < len(calling) < 30  # half of them, at random
+    assert 14 < len(calling) < 34  # 60% of them, at random
     for record in calling:
         user, call, tool, answer = record["messages"]
         expression = call["tool_calls"][0]["arguments"]["expression"]
-        assert user["content"] == f"What is {expression}?" and tool["content"] == record["answer"]
-        assert answer["content"].endswith(f"\\boxed{{{record['answer']}}}")
+        assert user["content"] == f"What is {expression}?"
+        assert float(tool["content"]) == int(record["answer"])  # a division's result reads 6205.0
+        assert answer["content"].endswith(f"\\boxed{{{tool['content']}}}")
 
 
 def test_conversations_can_be_made_inside_a_running_event_loop():

@@ -77,7 +77,7 @@ def test_each_preset_launched_with_the_demo_catalog_trains(
     points = MetricPoint.objects.filter(run=run)
     assert list(points.filter(key="reward/mean").values_list("step", flat=True)) == [1]
     sft_steps = list(points.filter(key="sft/loss").order_by("step").values_list("step", flat=True))
-    assert sft_steps == (list(range(1, 26)) if needs_sft else [])  # 400 conversations, 16 a step
+    assert sft_steps == (list(range(1, 64)) if needs_sft else [])  # 1000 conversations, 16 a step
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS.names()))

@@ -1,7 +1,8 @@
-"""Launch the demo runs (idempotent), pinned to the demo catalog: the calculator demo's recipe, SFT warm
-start then GRPO, in two versions that finish by themselves within minutes on a CPU worker:
+"""Launch the demo runs (idempotent), pinned to the demo catalog: SFT warm start then GRPO, in two versions
+that finish by themselves within minutes on a CPU worker:
 
-- one that learns: reward and well-formed calculator calls climb, and the echo-trap detector stays quiet;
+- one that learns: reward, well-formed calculator calls and correct answers climb, and the echo-trap
+  detector stays quiet;
 - one driven to collapse (a learning rate that keeps climbing), to show what an echo-trap alert looks like.
 
 `make run`'s worker trains both at once (a core each); the learning run is launched last, so it heads
@@ -24,7 +25,8 @@ COLLAPSE = "Demo: collapse (echo-trap alert)"
 DEMO_RUNS = {
     COLLAPSE: (DEMO_COLLAPSE_RUN, "The same start, then a learning rate that climbs 2.5e-4 per step: the"
                " policy falls apart and the echo-trap detector raises alerts."),
-    LEARNING: (DEMO_LEARNING_RUN, "SFT on expert conversations, then GRPO: tool calls and reward rise."),
+    LEARNING: (DEMO_LEARNING_RUN, "The calculator demo's recipe: SFT on the tool-using experts, then on the"
+               " whole mix, then GRPO with a small KL: tool calls, correct answers and reward rise."),
 }  # fmt: skip
 
 
