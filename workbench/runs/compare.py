@@ -9,10 +9,10 @@ from typing import Any
 from django.db.models import Count, F, OuterRef, Q, Subquery, Sum, Window
 from django.db.models.functions import RowNumber
 
-from .models import Alert, MetricPoint, Run, TrajectoryRecord
+from .models import EVAL_ACCURACY_KEYS, Alert, MetricPoint, Run, TrajectoryRecord
 from .rollups import series_maxima
 
-SUMMARY_KEYS = ("reward/mean", "eval/accuracy")
+SUMMARY_KEYS = ("reward/mean", *EVAL_ACCURACY_KEYS)
 _MAX_ID_DIGITS = 18  # below 2**63: a longer number is no run id and must not reach the database
 
 
@@ -57,6 +57,12 @@ class Summary:
     tool_calls_per_solved: float | None
     alert: Alert | None  # the latest one
     alert_count: int
+
+    @property
+    def eval_accuracy(self) -> tuple[str, float] | None:
+        """(key, final value) of the first evaluation accuracy the run logged, greedy first."""
+        return next(((key, self.final[key]) for key in EVAL_ACCURACY_KEYS if self.final.get(key) is not None),
+                    None)  # fmt: skip
 
 
 def _finals(run_ids: list[int]) -> dict[tuple[int, str], float]:

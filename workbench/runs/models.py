@@ -35,6 +35,10 @@ class RunStatus(models.TextChoices):
 
 FINISHED_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
 
+# The evaluator reports `greedy/accuracy` and `sampled/accuracy` (a plain `accuracy` from other
+# evaluators); the sink stores them under `eval/`. A run's headline accuracy is the first it logged.
+EVAL_ACCURACY_KEYS = ("eval/greedy/accuracy", "eval/sampled/accuracy", "eval/accuracy")
+
 
 class Run(models.Model):
     """One training run: an immutable config snapshot plus its lifecycle on a Celery worker."""

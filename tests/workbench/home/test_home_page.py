@@ -54,7 +54,12 @@ def scene(team, member, other_team, outsider):
     done = make_run(team, member, "alpha-done", "succeeded", finished_at=timezone.now())
     metrics_ingest(
         run_id=done.pk,
-        points=[(0, "eval/accuracy", 0.4), (5, "eval/accuracy", 0.8), (9, "eval/accuracy", 0.7)]
+        points=[
+            (0, "eval/greedy/accuracy", 0.4),
+            (5, "eval/greedy/accuracy", 0.8),
+            (9, "eval/greedy/accuracy", 0.7),
+        ]
+        + [(5, "eval/sampled/accuracy", 0.95)]
         + [(s, "reward/mean", 0.9) for s in range(10)],
     )
     version = toolschemas.tool_schema_create(
@@ -130,8 +135,12 @@ def test_finished_runs_show_their_best_metric(client_for, member, team, scene):
     metrics_ingest(run_id=reward_only.pk, points=[(0, "reward/mean", 0.2), (1, "reward/mean", 0.6)])
     body = client_for(member).get(reverse("home")).content.decode()
     finished = body.split('id="home-finished"')[1].split("</section>")[0]
-    # eval accuracy comes first where logged (its best, not its last), else the reward
-    assert 'best <code>eval/accuracy</code> <strong>0.800</strong> <span class="muted">at step 5' in finished
+    # eval accuracy as the evaluator logs it comes first where logged, greedy before sampled (its best,
+    # not its last), else the reward
+    assert (
+        'best <code>eval/greedy/accuracy</code> <strong>0.800</strong> <span class="muted">at step 5'
+        in finished
+    )
     assert 'best <code>reward/mean</code> <strong>0.600</strong> <span class="muted">at step 1' in finished
     assert finished.index("alpha-reward-only") < finished.index("alpha-done")  # newest first
 

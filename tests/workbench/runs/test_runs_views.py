@@ -166,7 +166,7 @@ def _compared_runs(team, member, snapshot, make_trajectory, count: int) -> list[
         )
         metrics_ingest(
             run_id=run.pk,
-            points=[(0, "reward/mean", 0.9), (1, "reward/mean", 0.1 * i), (1, "eval/accuracy", 0.5)],
+            points=[(0, "reward/mean", 0.9), (1, "reward/mean", 0.1 * i), (1, "eval/sampled/accuracy", 0.5)],
         )
         trajectories_ingest(
             run_id=run.pk,
@@ -202,10 +202,13 @@ def test_compare_queries_do_not_grow_with_the_number_of_runs(
     assert many == few, f"{few} queries for 2 runs, {many} for 6"
     # Each kind of data is still right for every run after the aggregation.
     summary = {s.run.name: s for s in response.context["summary"]}
-    assert summary["r5"].final == {"reward/mean": pytest.approx(0.5), "eval/accuracy": 0.5}
+    assert summary["r5"].final["reward/mean"] == pytest.approx(0.5)
+    # The evaluator's accuracy as the sink stores it (greedy evaluation off): shown as the run's final one.
+    assert summary["r5"].eval_accuracy == ("eval/sampled/accuracy", 0.5)
+    assert '0.500 <span class="muted">sampled/accuracy</span>' in response.content.decode()
     assert summary["r5"].best["reward/mean"] == pytest.approx(0.9)
     assert summary["r3"].tool_calls_per_solved == 1.5  # three one-call samples, two of them solved
-    assert response.context["keys"] == ["eval/accuracy", "reward/mean"]
+    assert response.context["keys"] == ["eval/sampled/accuracy", "reward/mean"]
     same = response.context["same_prompt"]
     assert [run.pk for run, _ in same] == [run.pk for run in runs]
     assert [(t.step, t.sample_index) for t in same[4][1]] == [(2, 0), (2, 1)]
