@@ -109,13 +109,15 @@ def _key(key: Any) -> Any:
 
 
 def _correct(traj: Trajectory) -> bool | None:
-    """Whether the answer was right: the trainer's own verdict, else the correctness reward's sign."""
+    """Whether the answer was right: the trainer's own verdict, else the correctness reward's sign, else
+    a component's answer sub-score (ARTIST's `<key>/answer`: 1 for a right answer)."""
     verdict = traj.metadata.get("correct")
     if isinstance(verdict, bool):
         return verdict
     if "correctness" in traj.rewards:
         return traj.rewards["correctness"] > 0
-    return None
+    answers = [value for key, value in traj.rewards.items() if key.endswith("/answer")]
+    return any(value > 0 for value in answers) if answers else None
 
 
 def trajectory_record(*, run_id: int, step: int, traj: Trajectory) -> TrajectoryRecord:

@@ -54,6 +54,17 @@ def test_trajectory_summary_columns(run, make_trajectory):
     assert rec.data["turns"][3]["text"] == "The answer is 4."
 
 
+def test_correct_column_reads_an_answer_sub_score_without_a_correctness_reward(run, make_trajectory):
+    """ARTIST's reward has no `correctness` component: its answer part says whether the answer was right."""
+    right, wrong, unjudged = (make_trajectory("g0", i, correct=None) for i in range(3))
+    right.rewards = {"artist": 2.0, "artist/answer": 1.0, "artist/tool": 1.0}
+    wrong.rewards = {"artist": 1.0, "artist/answer": 0.0, "artist/tool": 1.0}
+    unjudged.rewards = {"format": 1.0}
+    trajectories_ingest(run_id=run.id, batches={1: [right, wrong, unjudged]})
+    verdicts = dict(TrajectoryRecord.objects.filter(run=run).values_list("sample_index", "correct"))
+    assert verdicts == {0: True, 1: False, 2: None}
+
+
 def test_checkpoint_moves_resume_point(run):
     checkpoint_record(run_id=run.id, step=20, path="/tmp/ckpt-20")
     checkpoint_record(run_id=run.id, step=20, path="/tmp/ckpt-20")
