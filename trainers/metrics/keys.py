@@ -101,5 +101,8 @@ def reward_component_key(component: str) -> str:
     return f"{REWARD_COMPONENT_PREFIX}component/{component}" if key in _REWARD_SUMMARIES else key
 
 
+UNNAMED_TOOL = "(no name)"  # a malformed call whose block named no tool
+
+
 def tool_calls_key(tool: str) -> str:
-    return f"{TOOL_CALLS_PREFIX}{tool}"
+    return f"{TOOL_CALLS_PREFIX}{tool or UNNAMED_TOOL}"

@@ -81,6 +81,13 @@ def test_tool_metrics():
     assert m[keys.TOOL_PARSE_ERROR_RATE] == pytest.approx(1 / 3)
 
 
+def test_malformed_call_without_a_name_is_counted_under_a_named_series():
+    unnamed = ToolCall(name="", arguments={}, parse_error="no JSON object")
+    m = compute_step_metrics([traj("u", "g", 0.0, {}, [assistant(3, calls=[unnamed])])])
+    assert m[keys.tool_calls_key("")] == 1.0
+    assert keys.tool_calls_key("") == "tools/calls/(no name)"  # not the bare prefix, an unnamed series
+
+
 def test_rates_absent_without_tool_calls_and_filtered_frac_passed_through():
     m = compute_step_metrics([BATCH[1], BATCH[3]], filtered_frac=0.25)
     assert keys.TOOL_SUCCESS_RATE not in m
