@@ -128,7 +128,9 @@ def test_alerts_before_a_prompt_dependent_reward_has_collapsed(tmp_path, full_de
     collapsed = [run for run in runs if run.collapsed is not None]
     assert len(collapsed) >= 2, [run.rewards for run in runs]  # the recipe falls apart
     for run in collapsed:
-        assert max(run.rewards.values()) >= 0.3, run.rewards  # it scored before it fell
+        # it scored before it fell: the full demo's policy starts around 0.2-0.4 and its peak varies
+        # with the CPU's kernels, so 'scored' is four times the collapsed level, not a tuned value
+        assert max(run.rewards.values()) >= 4 * COLLAPSED, run.rewards
         assert run.alerts and run.alerts[0]["step"] <= run.collapsed + 1, (run.alerts[:1], run.rewards)
     leads = [run.collapsed - run.alerts[0]["step"] for run in collapsed]
     ahead = [run for run, lead in zip(collapsed, leads, strict=True) if lead >= 2]
