@@ -12,19 +12,16 @@ by an assistant message; the conversation ends with an assistant message (the tu
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
+from workbench.datasets.fields import NOTED, Fail, checked_calls, checked_fields
 from workbench.datasets.limits import UploadLimits
 from workbench.datasets.records import RowError
 from workbench.datasets.rows import RowData
-from workbench.datasets.values import ValueProblem, check, loads
+from workbench.datasets.values import ValueProblem, loads
 
 ROLES = ("system", "user", "assistant", "tool")
 KNOWN_FIELDS = {"messages", "answer", "metadata"}
-NOTED = object()  # what a nested value decodes to when its problem is already noted
-
-Fail = Callable[[str, str], None]
 
 
 def validate_conversation(
@@ -37,7 +34,7 @@ def validate_conversation(
     def fail(name: str, message: str) -> None:
         errors.append(RowError(where, message, name))
 
-    fields = _checked(fields, limits, fail)
+    fields = checked_fields(fields, limits, fail)
     messages = _messages(fields.get("messages"), limits, fail)
     if messages is not None:
         _order(messages, fail)
@@ -53,17 +50,6 @@ def validate_conversation(
     extra = {k: v for k, v in fields.items() if k not in KNOWN_FIELDS}
     answer_text = None if answer is None else str(answer)
     return RowData(prompt, answer_text, metadata={**extra, **metadata}, messages=messages)
-
-
-def _checked(fields: dict[str, Any], limits: UploadLimits, fail: Fail) -> dict[str, Any]:
-    """The fields whose values can be stored (see `values.check`); each other one is noted."""
-    kept = {}
-    for name, value in fields.items():
-        try:
-            kept[name] = check(value, limits)
-        except ValueProblem as exc:
-            fail(name, str(exc))
-    return kept
 
 
 def _json(value: Any, name: str, limits: UploadLimits, fail: Fail) -> Any:
@@ -121,21 +107,7 @@ def _calls(value: Any, name: str, limits: UploadLimits, fail: Fail) -> list[dict
     if not isinstance(value, list):
         fail(name, "must be a list of {name, arguments} objects")
         return []
-    calls = []
-    for i, call in enumerate(value):
-        where = f"{name}[{i}]"
-        if isinstance(call, dict) and isinstance(call.get("function"), dict):
-            call = call["function"]  # OpenAI's {"type": "function", "function": {...}} wrapper
-        if not isinstance(call, dict):
-            fail(where, "must be an object with name and arguments")
-            continue
-        if not isinstance(call.get("name"), str) or not call["name"].strip():
-            fail(f"{where}.name", "required: the tool's name")
-        arguments = _json(call.get("arguments", {}), f"{where}.arguments", limits, fail)
-        if not isinstance(arguments, dict) and arguments is not NOTED:
-            fail(f"{where}.arguments", "must be a JSON object")
-        calls.append({"name": call.get("name"), "arguments": arguments})
-    return calls
+    return checked_calls(value, name, fail, lambda v, where: _json(v, where, limits, fail))
 
 
 def _order(messages: list[dict[str, Any]], fail: Fail) -> None:

@@ -6,13 +6,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.datasets.fields import NOTED, checked_calls, checked_fields
 from workbench.datasets.limits import UploadLimits
 from workbench.datasets.records import RowError
-from workbench.datasets.values import ValueProblem, check, loads
+from workbench.datasets.values import ValueProblem, loads
 
 PROMPT_FIELDS = ("prompt", "question")
 KNOWN_FIELDS = {*PROMPT_FIELDS, "answer", "tool_calls", "initial_state", "metadata"}
-NOTED = object()  # what a JSON cell decodes to when its problem is already noted
 
 
 @dataclass
@@ -42,7 +42,7 @@ def validate_record(where: str, fields: dict[str, Any], limits: UploadLimits) ->
             fail(name, str(exc))
             return NOTED
 
-    fields = _checked(fields, limits, fail)
+    fields = checked_fields(fields, limits, fail)
     prompt_key = next((k for k in PROMPT_FIELDS if k in fields), None)
     prompt = fields.get(prompt_key) if prompt_key else None
     prompt_noted = any(e.field in PROMPT_FIELDS for e in errors)
@@ -58,17 +58,6 @@ def validate_record(where: str, fields: dict[str, Any], limits: UploadLimits) ->
     if errors:
         return errors
     return RowData(prompt, answer, tool_calls, initial_state, metadata)
-
-
-def _checked(fields: dict[str, Any], limits: UploadLimits, fail) -> dict[str, Any]:
-    """The fields whose values can be stored (see `values.check`); each other one is noted by `fail`."""
-    kept = {}
-    for name, value in fields.items():
-        try:
-            kept[name] = check(value, limits)
-        except ValueProblem as exc:
-            fail(name, str(exc))
-    return kept
 
 
 def _maybe_json(value: Any, name: str, decode) -> Any:
@@ -106,21 +95,7 @@ def _tool_calls(value: Any, fail, decode) -> list[dict[str, Any]] | None:
     if not isinstance(value, list) or not value:
         fail("tool_calls", "must be a non-empty list of {name, arguments} objects")
         return None
-    calls = []
-    for i, call in enumerate(value):
-        name = f"tool_calls[{i}]"
-        if isinstance(call, dict) and isinstance(call.get("function"), dict):
-            call = call["function"]  # OpenAI's {"type": "function", "function": {...}} wrapper
-        if not isinstance(call, dict):
-            fail(name, "must be an object with name and arguments")
-            continue
-        if not isinstance(call.get("name"), str) or not call["name"].strip():
-            fail(f"{name}.name", "required: the tool's name")
-        arguments = _maybe_json(call.get("arguments", {}), f"{name}.arguments", decode)
-        if not isinstance(arguments, dict) and arguments is not NOTED:
-            fail(f"{name}.arguments", "must be a JSON object")
-        calls.append({"name": call.get("name"), "arguments": arguments})
-    return calls
+    return checked_calls(value, "tool_calls", fail, lambda v, name: _maybe_json(v, name, decode))
 
 
 def _metadata(fields: dict[str, Any], prompt_key: str | None, fail, decode) -> dict[str, Any]:
