@@ -3,37 +3,23 @@ tool-using conversations alone, then one on all of them, numbered as one stream 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from tests.trainers.sft_configs import tiny_sft_config
 from trainers.config.loader import ConfigError, validate_config
-from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.demo.catalog import expert_conversations
 from trainers.metrics import keys
 from trainers.training import sft as sft_module
 from trainers.training.run import run_config
 from trainers.training.sinks import RunDirSink, read_jsonl
 
-TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "tokenizer_corpus": "sft_data"}
 PHASES = [{"only_tool_calls": True, "steps": 3}, {"steps": 2}]
 
 
 def curriculum_config(tmp_path: Path, records: list[dict], phases: list[dict]) -> dict:
-    experts = tmp_path / "experts.jsonl"
-    experts.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    train, _ = make_splits(8, 0, seed=1)
-    return {
-        "output_dir": str(tmp_path / "run"),
-        "model": {"path": "tiny", "tiny": TINY},
-        "tools": [{"name": "calculator"}],
-        "rollout": {"prompts_per_step": 2, "samples_per_prompt": 2},
-        "limits": {"max_new_tokens_per_turn": 8, "max_turns": 2},
-        "training": {"steps": 1},
-        "sft": {"data_path": str(experts), "batch_size": 4, "phases": phases},
-        "data": {"train_path": str(write_rows(train, tmp_path / "train.jsonl"))},
-    }
+    return tiny_sft_config(tmp_path, records, sft={"batch_size": 4, "phases": phases})
 
 
 def calls_the_calculator(record: dict) -> bool:

@@ -4,13 +4,12 @@ trained on the run's SFT conversations."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from tests.trainers.sft_configs import TINY, tiny_sft_config
 from trainers.config.loader import ConfigError, validate_config
-from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.demo.catalog import expert_conversations
 from trainers.metrics import keys
 from trainers.models.loading import load_tokenizer
@@ -21,28 +20,10 @@ from trainers.training.run import run_config
 from trainers.training.sft import render_expert
 from trainers.training.sinks import MultiSink, RunDirSink, Sink, read_jsonl
 
-TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "tokenizer_corpus": "sft_data"}
-
-
-def write_experts(path: Path, n: int = 24) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in expert_conversations(n)), encoding="utf-8")
-    return path
-
 
 def sft_config(tmp_path: Path, **overrides) -> dict:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    train, _ = make_splits(8, 0, seed=1)
-    return {
-        "output_dir": str(tmp_path / "run"),
-        "model": {"path": "tiny", "tiny": TINY},
-        "tools": [{"name": "calculator"}],
-        "rollout": {"prompts_per_step": 2, "samples_per_prompt": 2},
-        "limits": {"max_new_tokens_per_turn": 8, "max_turns": 2},
-        "training": {"steps": 2},
-        "sft": {"data_path": str(write_experts(tmp_path / "experts.jsonl")), "batch_size": 8, "epochs": 2},
-        "data": {"train_path": str(write_rows(train, tmp_path / "train.jsonl"))},
-        **overrides,
-    }
+    sft = {"batch_size": 8, "epochs": 2}
+    return tiny_sft_config(tmp_path, expert_conversations(24), sft=sft, steps=2, **overrides)
 
 
 class Order(Sink):
