@@ -9,6 +9,7 @@ from trainers.demo import cli as demo_cli
 from trainers.rollout import cli as rollout_cli
 from trainers.sandbox import cli as sandbox_cli
 from trainers.training import cli as training_cli
+from trainers.training import eval_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     training_cli.add_parser(subparsers)
     demo_cli.add_parser(subparsers)
     data_prep_cli.add_parser(subparsers)
+    eval_cli.add_parser(subparsers)
     return parser
 
 

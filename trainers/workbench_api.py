@@ -13,6 +13,11 @@ Training
     and the demos also use (SFT when configured, then RL); returns a RunResult.
     Sink: the interface a run's metrics, trajectories, evaluations, checkpoints and alerts go to.
     Trajectory: the record of one rollout, as sinks receive it.
+Evaluation
+    EvalConfig, eval_config_from_run(run_config, **fields): a model evaluated with a run config's template,
+    tools, limits, sampling and reward on a dataset file, k samples per prompt. evaluate_config(config):
+    (metrics, trajectories), as `python -m trainers eval` prints them; eval_metrics_finite(metrics): the
+    metrics with NaN as None.
 Echo-trap detection
     EchoTrapConfig, EchoTrapDetector: RAGEN's collapse detector, replayed over stored series.
 Prompt templates
@@ -60,6 +65,8 @@ from trainers.sandbox.pool import insecure_allowed as sandbox_insecure_allowed
 from trainers.sandbox.pool import probe as sandbox_probe
 from trainers.templates import TEMPLATES, TemplateRenderError
 from trainers.tools import TOOLS, Toolset
+from trainers.training.eval_run import EvalConfig, eval_config_from_run, evaluate_config
+from trainers.training.eval_run import finite as eval_metrics_finite
 from trainers.training.run import RunResult, run_config
 from trainers.training.sinks import Sink
 from trainers.trajectory import Trajectory
@@ -83,6 +90,7 @@ __all__ = [
     "EGRESS_ERROR",
     "EchoTrapConfig",
     "EchoTrapDetector",
+    "EvalConfig",
     "EgressPolicy",
     "RewardDefinition",
     "RunConfig",
@@ -99,6 +107,9 @@ __all__ = [
     "demo_expert_conversations",
     "describe_components",
     "egress_policy",
+    "eval_config_from_run",
+    "eval_metrics_finite",
+    "evaluate_config",
     "load_tokenizer",
     "preset_config",
     "run_config",

@@ -34,12 +34,18 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def summarise(trajectories: Sequence[Trajectory], is_correct: IsCorrect, k: int) -> dict[str, float]:
-    """Metrics over trajectories grouped by prompt; tool productivity = solved / tool calls (OTC)."""
+    """Metrics over trajectories grouped by prompt; tool productivity = solved / tool calls (OTC).
+
+    Failed calls are counted per trajectory and as a share of all calls; response length is the mean
+    number of response tokens (policy tokens and tool output). pass@k is the unbiased estimator over
+    each prompt's samples, reported when `k > 1`. A ratio with nothing to divide by is NaN.
+    """
     correct = [is_correct(t) for t in trajectories]
     groups: dict[str, list[bool]] = {}
     for traj, ok in zip(trajectories, correct, strict=True):
         groups.setdefault(traj.group_id, []).append(ok)
     calls = sum(t.num_tool_calls for t in trajectories)
+    failed = sum(t.num_failed_calls for t in trajectories)
     solved = sum(correct)
     n = len(trajectories) or 1
     out = {
@@ -48,6 +54,9 @@ def summarise(trajectories: Sequence[Trajectory], is_correct: IsCorrect, k: int)
         "tool_calls_per_traj": calls / n,
         "tool_calls_per_solved": calls / solved if solved else math.nan,
         "tool_productivity": solved / calls if calls else math.nan,
+        "failed_calls_per_traj": failed / n,
+        "failed_call_rate": failed / calls if calls else math.nan,
+        "response_length": sum(len(t.response_token_ids) for t in trajectories) / n,
         "answered_rate": sum(t.final_answer is not None for t in trajectories) / n,
     }
     if k > 1:
