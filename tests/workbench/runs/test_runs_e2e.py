@@ -43,6 +43,7 @@ def test_launch_watch_inspect_cancel_compare(page, login, member, team, celery_w
     first_url = page.url
     expect(page.locator("#chart-reward .main-svg").first).to_be_visible(timeout=300_000)
     expect(page.locator("#run-status")).to_have_attribute("data-status", "succeeded", timeout=300_000)
+    expect(page.locator("#cancel-run")).to_be_hidden()  # the page was opened while the run was in flight
 
     page.get_by_role("link", name="Trajectories", exact=True).click()
     page.locator("#trajectory-rows tbody a").first.click()
@@ -58,6 +59,7 @@ def test_launch_watch_inspect_cancel_compare(page, login, member, team, celery_w
     )
     page.locator("#cancel-run").click()
     expect(page.locator("#run-status")).to_have_attribute("data-status", "cancelled", timeout=60_000)
+    expect(page.locator("#cancel-run")).to_be_hidden()
 
     page.goto("/runs/")
     for box in page.locator("#run-list input[name=runs]").all():
