@@ -26,6 +26,7 @@ from tests.workbench.support.charts import assert_every_chart_drawn, dashboard_c
 from tests.workbench.support.worker import REPO_ROOT, WorkerProcess
 from workbench.runs.management.commands.seed_demo_runs import COLLAPSE, LEARNING
 from workbench.runs.models import Run, RunStatus
+from workbench.runs.overview import best_metrics
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -115,7 +116,8 @@ def see_both_runs_in_flight(page, learning: Run, collapse: Run) -> None:
 
 def see_the_learning_run_learn(page, learning: Run, collapse: Run) -> None:
     """Later (the page reloaded once the collapse run has finished): the learning run in flight with its
-    reward sparkline and step, the collapse run among the finished ones with its best reward."""
+    reward sparkline and step, the collapse run among the finished ones with its headline metric (its
+    evaluation accuracy where it logged one, else its reward) at its best."""
     wait_for_sparkline(page, learning)
     wait_until_finished(collapse)
     page.reload()
@@ -123,7 +125,11 @@ def see_the_learning_run_learn(page, learning: Run, collapse: Run) -> None:
     expect(item.locator("svg.sparkline polyline")).to_be_visible()
     expect(item).to_contain_text(f"of {learning.config['training']['steps']}")
     assert len(item.locator("polyline").get_attribute("points").split()) >= SPARKLINE_POINTS
-    expect(page.locator("#home-finished li", has_text=collapse.name)).to_contain_text("best reward/mean")
+    best = best_metrics(run_ids=[collapse.pk])[collapse.pk]
+    finished = page.locator("#home-finished li", has_text=collapse.name)
+    expect(finished).to_contain_text(
+        re.compile(rf"best\s+{re.escape(best.key)}\s+-?\d+\.\d{{3}}\s+at step {best.step}\b")
+    )
 
 
 def watch_the_learning_run_finish(page, run: Run) -> None:
