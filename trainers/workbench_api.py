@@ -40,6 +40,9 @@ Demo
     demo_expert_conversations(): the calculator demo's SFT conversations (a conversations dataset);
     DEMO_LEARNING_RUN, DEMO_COLLAPSE_RUN: the configs of the demo runs (SFT then GRPO that learns, and
     the recipe that collapses into an echo-trap alert).
+Artifacts
+    ArtifactStore: where run artifacts every worker reads live (a local directory or s3://...);
+    ArtifactStore.from_url(url), put_dir/get_dir/exists/list_dirs/delete by '/'-separated key.
 Tokenizers
     load_tokenizer(path): a local tokenizer directory, exactly as trained.
     build_tiny_tokenizer(): the bundled tiny model's tokenizer (trains a small BPE: seconds).
@@ -63,6 +66,7 @@ from trainers.sandbox.pool import INSECURE_ENV as SANDBOX_INSECURE_ENV
 from trainers.sandbox.pool import SandboxError
 from trainers.sandbox.pool import insecure_allowed as sandbox_insecure_allowed
 from trainers.sandbox.pool import probe as sandbox_probe
+from trainers.storage import ArtifactStore
 from trainers.templates import TEMPLATES, TemplateRenderError
 from trainers.tools import TOOLS, Toolset
 from trainers.training.eval_run import EvalConfig, eval_config_from_run, evaluate_config
@@ -86,6 +90,7 @@ __all__ = [
     "REWARDS",
     "TEMPLATES",
     "TOOLS",
+    "ArtifactStore",
     "ConfigError",
     "EGRESS_ERROR",
     "EchoTrapConfig",
