@@ -19,9 +19,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from trainers.workbench_api import RunConfig, validate_config
+from trainers.workbench_api import ArtifactStore, RunConfig, validate_config
 
 from .alerts import run_alerts_detect
+from .artifacts import CheckpointMirror, artifact_store, checkpoint_local
 from .bounds import run_config_bound
 from .lease import LeaseKeeper, LeaseLost, lease_is_live
 from .models import Checkpoint, Run, RunStatus
@@ -76,7 +77,8 @@ class CancelPoller:
 
 
 def run_dir(run: Run) -> Path:
-    """Where the worker keeps the run's files; shared storage lets another worker resume from it."""
+    """Where this worker keeps the run's files (its own disk); checkpoints also go to the shared artifact
+    store (settings.ARTIFACTS_URL), which lets another worker resume from them."""
     return Path(settings.VAR_DIR) / "runs" / str(run.pk)
 
 
@@ -164,11 +166,13 @@ def execution_config(run: Run) -> RunConfig:
     return validate_config({**config, "name": run.name, "output_dir": str(directory), "data": data})
 
 
-def resume_point(run: Run) -> Checkpoint | None:
-    """The newest recorded checkpoint whose files this worker can read."""
+def resume_point(run: Run, store: ArtifactStore | None = None) -> tuple[Checkpoint, Path] | None:
+    """The newest recorded checkpoint this worker can read, in its run directory or downloaded there from
+    the artifact store, with the local directory to resume from."""
     for checkpoint in run.checkpoints.order_by("-step"):
-        if Path(checkpoint.path).exists():
-            return checkpoint
+        local = checkpoint_local(run_id=run.pk, run_dir=run_dir(run), location=checkpoint.path, store=store)
+        if local is not None:
+            return checkpoint, local
     return None
 
 
@@ -200,15 +204,21 @@ def _attempt(
     sink = DatabaseSink(run.pk, attempt=run.attempts)
     try:
         with tail.capture():
-            checkpoint = resume_point(run)
+            config, store = execution_config(run), artifact_store()
+            sink.checkpoints = CheckpointMirror(
+                run.pk, run_dir(run), store=store, keep=config.checkpoint.keep
+            )
+            checkpoint, resume_from = resume_point(run, store) or (None, None)
+            if checkpoint is not None:
+                sink.checkpoints.fetch_best()
             recovery_resumed(run=run, worker=worker, step=checkpoint.step if checkpoint else 0)
             start = f"resuming from step {checkpoint.step}" if checkpoint else "from the start"
             logger.info("run %s: attempt %s on %s, %s", run.pk, run.attempts, worker, start)
             result = train(
-                execution_config(run),
+                config,
                 sink=sink,
                 should_stop=lease.guard(cancel),
-                resume_from=checkpoint.path if checkpoint else None,
+                resume_from=str(resume_from) if resume_from else None,
             )
             sink.close()
     except LeaseLost:

@@ -11,6 +11,7 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 
 from trainers.workbench_api import Sink, Trajectory
 
+from .artifacts import CheckpointMirror
 from .ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
 from .lease import lease_hold
 
@@ -22,6 +23,8 @@ class DatabaseSink(Sink):
     `flush_seconds` have passed since the last write; checkpoints and alerts flush first, so what a
     checkpoint covers is always stored before the checkpoint row that a resume relies on. With `attempt`,
     every write is fenced by the run's lease: once another attempt holds the run, writes raise LeaseLost.
+    With `checkpoints`, a checkpoint is uploaded to the shared artifact store before its row records the
+    store URL, so any worker can resume from it.
     """
 
     def __init__(
@@ -35,8 +38,9 @@ class DatabaseSink(Sink):
         retries: int = 3,
         retry_wait_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        checkpoints: CheckpointMirror | None = None,
     ) -> None:
-        self.run_id, self.attempt = run_id, attempt
+        self.run_id, self.attempt, self.checkpoints = run_id, attempt, checkpoints
         self.flush_points = flush_points
         self.flush_trajectories = flush_trajectories
         self.flush_seconds = flush_seconds
@@ -66,7 +70,14 @@ class DatabaseSink(Sink):
 
     def log_checkpoint(self, step: int, path: Path) -> None:
         self.flush()
-        self._retrying(lambda: checkpoint_record(run_id=self.run_id, step=step, path=str(path)))
+        location = str(path)
+        if self.checkpoints is not None and Path(path).is_dir():
+            self._retrying(lambda: None)  # a superseded attempt uploads nothing (LeaseLost)
+            location = self.checkpoints.upload(Path(path))
+        self._retrying(lambda: checkpoint_record(run_id=self.run_id, step=step, path=location))
+        if self.checkpoints is not None:
+            self.checkpoints.prune()
+            self.checkpoints.sync_best()
 
     def log_alerts(self, alerts: Sequence[Any]) -> None:
         if alerts:
@@ -111,6 +122,8 @@ class DatabaseSink(Sink):
 
     def close(self) -> None:
         self.flush()
+        if self.checkpoints is not None:  # the loop's last evaluation may have saved a new best
+            self.checkpoints.sync_best()
 
     def _maybe_flush(self) -> None:
         waiting = sum(len(batch) for batch in self._trajectories.values())

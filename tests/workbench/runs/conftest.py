@@ -13,8 +13,10 @@ from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
 
 @pytest.fixture(autouse=True)
 def _media_root(settings, tmp_path):
-    """Datasets the tests upload (the rows a run trains on) are stored in a temporary directory."""
+    """Datasets the tests upload (the rows a run trains on) and the artifact store's checkpoints are kept
+    in a temporary directory."""
     settings.MEDIA_ROOT = tmp_path / "media"
+    settings.ARTIFACTS_URL = str(tmp_path / "artifacts")
 
 
 @pytest.fixture
