@@ -36,7 +36,8 @@ class WorkerRow:
 
 
 def live_context(*, user, team: Team) -> dict:
-    """The parts that change while runs train: runs in flight and the workers that hold them."""
+    """The parts that change while runs train: runs in flight, the workers that hold them, and the runs
+    that finished (a run in flight moves there)."""
     workers = list(workers_online())
     held = runs_held(user=user, team=team, workers=[worker.hostname for worker in workers])
     return {
@@ -45,6 +46,7 @@ def live_context(*, user, team: Team) -> dict:
         ],
         "sparkline_key": SPARKLINE_KEY,
         "workers": [WorkerRow(worker, held.get(worker.hostname, [])) for worker in workers],
+        "finished": runs_recently_finished(user=user, team=team),
     }
 
 
@@ -52,7 +54,6 @@ def home_context(*, user, team: Team, role: str | None) -> dict:
     """Everything on the page; recipes only for those who may launch a run."""
     return {
         **live_context(user=user, team=team),
-        "finished": runs_recently_finished(user=user, team=team),
         "catalog_changes": recent_changes(user=user, team=team),
         "recipes": preset_choices() if role_at_least(role, Role.MEMBER) else [],
     }

@@ -13,6 +13,9 @@ def home(request):
 
 
 def home_live(request):
-    """Runs in flight and workers, re-rendered every few seconds by htmx (empty without a team)."""
-    context = {} if request.team is None else live_context(user=request.user, team=request.team)
+    """Runs in flight and workers, re-rendered every few seconds by htmx (empty without a team), with the
+    finished runs swapped in out of band."""
+    context = (
+        {} if request.team is None else live_context(user=request.user, team=request.team) | {"oob": True}
+    )
     return render(request, "home/_live.html", context)

@@ -47,6 +47,12 @@ def test_home_shows_what_is_happening_and_follows_the_live_run(
     expect(item).to_contain_text("step 29 of 60", timeout=30_000)
     assert len(page.locator(f'li[data-run="{live.pk}"] polyline').get_attribute("points").split()) == 30
 
+    # it finishes: the next poll moves it from in flight to the finished runs
+    Run.objects.filter(pk=live.pk).update(status="succeeded", finished_at=timezone.now())
+    expect(page.locator("#home-finished")).to_contain_text("live-run", timeout=30_000)
+    expect(item).to_have_count(0)
+    expect(page.locator("#home-finished")).to_contain_text("done-run")
+
     page.get_by_role("link", name="torl", exact=True).click()
     page.wait_for_url("**/runs/new/?preset=torl")
     assert console_log.problems == []

@@ -204,6 +204,21 @@ def test_the_page_polls_its_live_part_and_has_no_inline_script_or_style(client_f
     assert "<script" not in main and " style=" not in main
     live = client_for(member).get(reverse("home_live")).content.decode()
     assert 'id="home-in-flight"' in live and "<html" not in live
+    assert body.count('id="home-finished"') == 1 and "hx-swap-oob" not in body
+
+
+def test_the_live_part_carries_the_finished_runs_out_of_band(client_for, member, scene):
+    """A run that finishes while the page is open moves from in flight to finished at the next poll."""
+    live = scene["live"]
+    live.status, live.finished_at = "succeeded", timezone.now()
+    live.save(update_fields=["status", "finished_at"])
+    body = client_for(member).get(reverse("home_live")).content.decode()
+    finished = body.split('<section class="card" id="home-finished" hx-swap-oob="true">')[1].split(
+        "</section>"
+    )[0]
+    assert "alpha-live" in finished and "alpha-done" in finished
+    assert "best <code>reward/mean</code>" in finished
+    assert "alpha-live" not in body.split('id="home-in-flight"')[1].split("</section>")[0]
 
 
 def _home_queries(client) -> int:
