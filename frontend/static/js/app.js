@@ -23,3 +23,38 @@ document.addEventListener("submit", (event) => {
 document.addEventListener("click", (event) => {
   if (event.target.closest("[data-close-modal]")) document.getElementById("modal").replaceChildren();
 });
+
+// <button data-copy="#id">: copies that field's text, and says so on the button for a moment.
+// <button data-download="#id" data-filename="run.yaml">: saves that field's text as a file.
+document.addEventListener("click", async (event) => {
+  const copy = event.target.closest("[data-copy]");
+  if (copy) {
+    await copyText(document.querySelector(copy.dataset.copy));
+    flash(copy, "Copied");
+  }
+  const download = event.target.closest("[data-download]");
+  if (download) {
+    const text = document.querySelector(download.dataset.download).value;
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(new Blob([text], { type: "text/yaml" }));
+    link.download = download.dataset.filename;
+    link.click();
+    URL.revokeObjectURL(link.href);
+  }
+});
+
+// The Clipboard API needs a secure context (https or localhost); elsewhere the selection is copied.
+async function copyText(field) {
+  if (navigator.clipboard && window.isSecureContext) {
+    await navigator.clipboard.writeText(field.value);
+  } else {
+    field.select();
+    document.execCommand("copy");
+  }
+}
+
+function flash(button, text) {
+  const label = button.textContent;
+  button.textContent = text;
+  setTimeout(() => { button.textContent = label; }, 1500);
+}

@@ -1,6 +1,8 @@
 """The new-run form in chromium: it opens short (every config section collapsed) and an error in a
 collapsed section comes back with that section open."""
 
+from pathlib import Path
+
 import pytest
 from playwright.sync_api import expect
 
@@ -31,3 +33,19 @@ def test_form_opens_collapsed_and_an_error_opens_its_section(page, login, member
     page.get_by_role("button", name="Launch").click()
     expect(page.locator(".has-error[data-path='algorithm.eps']")).to_be_visible()
     assert page.locator(OPEN).evaluate_all("els => els.map(e => e.id)") == ["section-algorithm"]
+
+
+def test_the_config_yaml_copies_out_and_downloads_as_run_yaml(page, login, member):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    login(member)
+    page.goto("/runs/new/?preset=toolrl")
+    page.locator("#section-yaml > summary").click()
+    shown = page.locator("#config-yaml-out").input_value()
+    assert "training:" in shown
+    page.get_by_role("button", name="Copy", exact=True).click()
+    expect(page.get_by_role("button", name="Copied", exact=True)).to_be_visible()
+    assert page.evaluate("navigator.clipboard.readText()") == shown
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download run.yaml").click()
+    assert download.value.suggested_filename == "run.yaml"
+    assert Path(download.value.path()).read_text(encoding="utf-8") == shown
