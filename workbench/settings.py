@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "workbench.prompts",
     "workbench.rewards",
     "workbench.runs",
+    "workbench.evaluations",
 ]
 
 MIDDLEWARE = [

@@ -24,5 +24,6 @@ urlpatterns = [
     path("templates/", include("workbench.prompts.urls")),
     path("rewards/", include("workbench.rewards.urls")),
     path("runs/", include("workbench.runs.urls")),
+    path("evaluations/", include("workbench.evaluations.urls")),
     path("admin/", admin.site.urls),
 ]

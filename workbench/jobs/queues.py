@@ -15,5 +15,6 @@ TASK_QUEUES = tuple(Queue(name, routing_key=name) for name in QUEUE_NAMES)
 TASK_ROUTES = {
     "workbench.runs.tasks.train_*": {"queue": "gpu"},
     "workbench.runs.tasks.rollout_*": {"queue": "rollout"},
+    "workbench.evaluations.tasks.rollout_*": {"queue": "rollout"},
     "workbench.*.tasks.*": {"queue": DEFAULT_QUEUE},
 }

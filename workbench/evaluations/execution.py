@@ -1,0 +1,111 @@
+"""The worker side of an evaluation: claim it, export the split's rows, evaluate with the trainers'
+`evaluate_config` and store the metrics and every trajectory."""
+
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from trainers.workbench_api import EvalConfig, Trajectory, eval_metrics_finite
+from workbench.runs.ingest import TRAJECTORY_FIELDS, trajectory_record
+
+from .models import Evaluation, EvaluationStatus, EvaluationTrajectory, ModelSource
+from .services import evaluation_config_bound
+
+logger = logging.getLogger(__name__)
+STORED_FIELDS = [field for field in TRAJECTORY_FIELDS if field != "advantage"]
+
+
+def evaluation_dir(evaluation: Evaluation) -> Path:
+    """Where the worker keeps the evaluation's files (the exported rows, the tiny model)."""
+    return Path(settings.VAR_DIR) / "evaluations" / str(evaluation.pk)
+
+
+@transaction.atomic
+def evaluation_claim(*, evaluation_id: int, worker: str) -> Evaluation | None:
+    """Mark a queued evaluation running; None when it is gone or another delivery has taken it."""
+    evaluation = Evaluation.objects.select_for_update().filter(pk=evaluation_id).first()
+    if evaluation is None or evaluation.status != EvaluationStatus.QUEUED:
+        return None
+    evaluation.status, evaluation.worker, evaluation.started_at = (
+        EvaluationStatus.RUNNING,
+        worker,
+        timezone.now(),
+    )
+    evaluation.save(update_fields=["status", "worker", "started_at"])
+    return evaluation
+
+
+def _export_rows(evaluation: Evaluation, directory: Path) -> str:
+    """The split's rows as the JSONL the trainers read (the fields a run's export writes)."""
+    path = directory / f"{evaluation.split}.jsonl"
+    rows = evaluation.dataset_version.rows.filter(split=evaluation.split).order_by("index")
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows.iterator(chunk_size=2000):
+            record = {
+                "id": f"row{row.index}",
+                "question": row.prompt,
+                "answer": row.answer,
+                "tool_calls": row.tool_calls,
+                "initial_state": row.initial_state,
+                "ground_truth": row.ground_truth(),
+                "metadata": row.metadata,
+            }
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return str(path)
+
+
+def execution_config(evaluation: Evaluation) -> EvalConfig:
+    """The snapshot within the operator's bounds (checked again on the worker), its rows and directory."""
+    trusted = evaluation.source == ModelSource.CHECKPOINT
+    snapshot = evaluation_config_bound(evaluation.config, team_id=evaluation.team_id, trusted_model=trusted)
+    if trusted and not Path(snapshot["model"]["path"]).exists():
+        raise FileNotFoundError(f"the checkpoint's files ({snapshot['model']['path']}) are not readable here")
+    directory = evaluation_dir(evaluation)
+    directory.mkdir(parents=True, exist_ok=True)
+    data = {"data_path": _export_rows(evaluation, directory), "prompt_key": "question"}
+    return EvalConfig.model_validate({**snapshot, **data, "output_dir": str(directory)})
+
+
+@transaction.atomic
+def trajectories_store(*, evaluation: Evaluation, trajectories: list[Trajectory]) -> int:
+    """Store each trajectory with the columns a run's inspector filters on (cleaned as a run's are)."""
+    records = []
+    for traj in trajectories:
+        record = trajectory_record(run_id=0, step=0, traj=traj)
+        fields = {field: getattr(record, field) for field in STORED_FIELDS}
+        records.append(EvaluationTrajectory(evaluation=evaluation, key=record.key, **fields))
+    EvaluationTrajectory.objects.bulk_create(
+        records, batch_size=500, update_conflicts=True, unique_fields=["evaluation", "key"],
+        update_fields=STORED_FIELDS,
+    )  # fmt: skip
+    return len(records)
+
+
+def _finish(evaluation: Evaluation, status: str, **fields: Any) -> None:
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=status, finished_at=timezone.now(), **fields)
+
+
+def evaluation_execute(*, evaluation_id: int, worker: str, evaluate: Callable[..., Any]) -> str | None:
+    """Run one queued evaluation; returns its final status (None when there was nothing to do)."""
+    evaluation = evaluation_claim(evaluation_id=evaluation_id, worker=worker)
+    if evaluation is None:
+        return None
+    try:
+        metrics, trajectories = evaluate(execution_config(evaluation))
+        trajectories_store(evaluation=evaluation, trajectories=trajectories)
+    except Exception as exc:
+        logger.exception("evaluation %s failed", evaluation.pk)
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        _finish(evaluation, EvaluationStatus.FAILED, error=error[-20_000:])
+        return EvaluationStatus.FAILED
+    _finish(evaluation, EvaluationStatus.SUCCEEDED, metrics=eval_metrics_finite(metrics))
+    return EvaluationStatus.SUCCEEDED

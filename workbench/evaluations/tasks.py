@@ -1,0 +1,20 @@
+"""Celery tasks of the evaluations app: thin, they load by id and call the execution service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from trainers.workbench_api import evaluate_config
+
+from .execution import evaluation_execute
+
+
+# On the rollout queue (jobs/queues.py): an evaluation samples, it does not train. `evaluate_config` is what
+# `python -m trainers eval` runs; it imports torch when it runs.
+@shared_task(
+    bind=True, acks_late=True, reject_on_worker_lost=True, name="workbench.evaluations.tasks.rollout_evaluate"
+)
+def rollout_evaluate(self, evaluation_id: int) -> str | None:
+    return evaluation_execute(
+        evaluation_id=evaluation_id, worker=self.request.hostname or "", evaluate=evaluate_config
+    )
