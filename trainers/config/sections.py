@@ -85,12 +85,26 @@ class ToolBindingConfig(BaseModel):
 
 
 class RolloutConfig(BaseModel):
-    """How many trajectories a step samples."""
+    """How many trajectories a step samples, and where they are generated."""
 
     model_config = ConfigDict(extra="forbid")
 
     prompts_per_step: int = Field(8, ge=1, description="prompts sampled per training step")
     samples_per_prompt: int = Field(8, ge=1, description="G: responses per prompt (one group)")
+    backend: Literal["local", "remote"] = Field(
+        "local",
+        description="local: the training process generates; remote: rollout jobs on the rollout workers"
+        " (the workbench's rollout queue), sampling from the trainer's published weights",
+    )
+    prompts_per_job: int = Field(
+        1, ge=1, description="remote: prompts (whole groups) per rollout job; small jobs spread evenly"
+    )
+    job_timeout_s: float = Field(
+        300.0, gt=0.0, description="remote: a job without a result after this long is sent again"
+    )
+    keep_weight_versions: int = Field(
+        2, ge=1, description="remote: published weight versions kept; older ones are deleted"
+    )
 
 
 class OptimizerConfig(BaseModel):

@@ -44,6 +44,16 @@ TIME_STEP = "time/step"
 TIME_ROLLOUT = "time/rollout"  # sampling, tools, rewards and filters of the step, refill rounds included
 COMPLETIONS_PER_S = "perf/completions_per_s"  # sampled trajectories per second of the whole step
 
+# Remote rollouts (RemoteRollouts, when rollout.backend is remote).
+ROLLOUT_CHUNKS = "rollout/chunks"  # rollout jobs the step's rows were split into (last rollout round)
+ROLLOUT_WORKERS = "rollout/workers"  # distinct workers that returned a job
+ROLLOUT_STRAGGLER_S = "rollout/straggler_s"  # the step's wait on its slowest worker once the queue ran dry
+ROLLOUT_WEIGHT_VERSION = "rollout/weight_version"  # the published weight version the jobs sampled from
+ROLLOUT_RESENT = "rollout/resent"  # jobs sent again (their worker died, timed out or failed them)
+ROLLOUT_PUBLISH_S = "rollout/publish_s"  # publishing the policy's weights for this step
+ROLLOUT_JOB_S_MEDIAN = "rollout/job_s_median"  # a job's time on its worker, weight loading included
+ROLLOUT_DISPATCH_S = "rollout/dispatch_s"  # from sending the jobs to the last result
+
 # The update's inputs (the loop).
 TRAIN_TRAJECTORIES = "train/trajectories"  # trajectories that reached the update, after the filters
 TRAIN_LR = "train/lr"  # learning rate after the step's scheduler update

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from trainers.filters import FILTERS
 from trainers.losses.objective import PolicyLossConfig
 from trainers.metrics.echo_trap import EchoTrapDetector
 from trainers.rollout.engine import RolloutEngine
+from trainers.rollout.remote import Dispatcher, RemoteRollouts, rollout_spec
 from trainers.training.data import PromptSampler, read_rows, split_rows
 from trainers.training.evaluate import Evaluator, correctness_judge
 from trainers.training.loop import LoopSettings, Trainer
@@ -25,6 +27,8 @@ from trainers.training.optim import adamw
 from trainers.training.policy import ValueHead, frozen_copy
 from trainers.training.sinks import RunDirSink, Sink
 from trainers.training.update import UpdateSettings
+
+logger = logging.getLogger(__name__)
 
 
 def resolve_model_path(config: RunConfig) -> Path:
@@ -83,6 +87,27 @@ def _evaluator(config: RunConfig, engine: RolloutEngine, rows: list[dict]) -> Ev
     )  # fmt: skip
 
 
+def _rollouts(
+    config: RunConfig, engine: RolloutEngine, model: Any, tokenizer: Any, dispatcher: Dispatcher | None
+) -> RolloutEngine | RemoteRollouts:
+    """The training rollouts: the in-process engine, or jobs on the dispatcher's rollout workers (which
+    sample the same trajectories). Evaluation stays in-process either way."""
+    if config.rollout.backend == "local":
+        return engine
+    if dispatcher is None:
+        logger.info("rollout.backend is remote but no rollout workers were given: rolling out in-process")
+        return engine
+    spec = rollout_spec(
+        config.template.name, config.template.source, engine.tool_bindings, config.limits, config.sampling,
+        config.model.device,
+    )  # fmt: skip
+    rollout = config.rollout
+    return RemoteRollouts(
+        model, tokenizer, dispatcher, spec, prompts_per_job=rollout.prompts_per_job,
+        job_timeout_s=rollout.job_timeout_s, keep_versions=rollout.keep_weight_versions,
+    )  # fmt: skip
+
+
 def build_trainer(
     config: RunConfig,
     *,
@@ -90,8 +115,10 @@ def build_trainer(
     tokenizer: Any = None,
     sink: Sink | None = None,
     should_stop: Callable[[], bool] | None = None,
+    dispatcher: Dispatcher | None = None,
 ) -> Trainer:
-    """The whole run from its config; pass a live `model`/`tokenizer` (e.g. after SFT) to skip loading."""
+    """The whole run from its config; pass a live `model`/`tokenizer` (e.g. after SFT) to skip loading.
+    With `rollout.backend: remote` the training rollouts run as jobs on `dispatcher`'s workers."""
     torch.manual_seed(config.seed)
     run_dir = Path(config.output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -105,6 +132,7 @@ def build_trainer(
         backend, config.template.name, bindings, config.limits, config.sampling,
         prompt_source=config.template.source,
     )  # fmt: skip
+    rollouts = _rollouts(config, engine, model, tokenizer, dispatcher)
     train_rows, eval_rows = _rows(config)
     estimator = ESTIMATORS.get(config.algorithm.estimator)(**config.algorithm.estimator_kwargs())
     value_head = ValueHead(model.config.hidden_size) if estimator.needs_values else None
@@ -114,6 +142,8 @@ def build_trainer(
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lr_lambda(opt.schedule, opt.warmup_steps, config.training.steps, opt.min_lr_ratio)
     )
+    if isinstance(rollouts, RemoteRollouts):
+        rollouts.watch(optimizer)  # a new weight version after every update
     needs_reference = config.loss.kl != "none" or estimator.needs_kl
     training = config.training
     settings = LoopSettings(
@@ -133,7 +163,7 @@ def build_trainer(
     return Trainer(
         model=model,
         tokenizer=tokenizer,
-        engine=engine,
+        engine=rollouts,
         reward=config.reward,
         estimator=estimator,
         loss_config=PolicyLossConfig(**config.loss.policy_loss_kwargs(config.limits.max_total_new_tokens)),

@@ -212,6 +212,7 @@ class Trainer:
             keys.TIME_TOOLS: tools,
             keys.TIME_ROLLOUT: time.perf_counter() - start,
         }
+        timing.update(getattr(self.engine, "last_metrics", None) or {})  # remote rollouts: jobs, workers
         return [t for g in kept_groups for t in g], sampled, filtered_frac, timing
 
     def greedy_rollout(self, trajectories: list[Trajectory], step: int) -> list[Trajectory]:

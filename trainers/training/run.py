@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from trainers.config.schema import RunConfig
+    from trainers.rollout.remote import Dispatcher
     from trainers.training.loop import TrainResult
     from trainers.training.sft import SFTResult
     from trainers.training.sinks import Sink
@@ -64,6 +65,7 @@ def run_config(
     resume_from: str | Path | None = None,
     model: Any = None,
     tokenizer: Any = None,
+    dispatcher: Dispatcher | None = None,
 ) -> RunResult:
     """Train the config into `config.output_dir` (metrics to `sink`, the run directory's files by default).
 
@@ -71,7 +73,8 @@ def run_config(
     `model` and `tokenizer` are passed (a demo that trained them itself). The SFT stage runs when the
     config has one and the run starts fresh: a checkpoint (`resume_from`) already holds its weights.
     `should_stop` is polled between steps (SFT steps too); the loop then writes a checkpoint and returns
-    `stopped`. The SFT stage streams its progress to the same sink (`log_sft`).
+    `stopped`. The SFT stage streams its progress to the same sink (`log_sft`). `dispatcher`: the rollout
+    workers a `rollout.backend: remote` config sends its rollouts to (the workbench's rollout queue).
     """
     from trainers.training.build import build_trainer, load_config_policy
     from trainers.training.sft import sft_stage
@@ -87,7 +90,9 @@ def run_config(
     sft = None
     if config.sft is not None and resume_from is None:
         sft = sft_stage(config, model, tokenizer, sink=sink, should_stop=should_stop)
-    trainer = build_trainer(config, model=model, tokenizer=tokenizer, sink=sink, should_stop=should_stop)
+    trainer = build_trainer(
+        config, model=model, tokenizer=tokenizer, sink=sink, should_stop=should_stop, dispatcher=dispatcher
+    )
     if resume_from is not None:
         trainer.resume(resume_from)
     return RunResult(trainer.train(), run_dir, sft)
