@@ -64,6 +64,7 @@ class ArtifactStore:
             endpoint = os.environ.get(S3_ENDPOINT_ENV)
             if endpoint:
                 options["client_kwargs"] = {"endpoint_url": endpoint}
+            options["use_listings_cache"] = False  # other workers write too: list what is there now
         fs, root = fsspec.core.url_to_fs(url, **options)
         if isinstance(fs, LocalFileSystem):
             fs.makedirs(root, exist_ok=True)

@@ -1,8 +1,9 @@
-"""ArtifactStore on a local directory, a file:// URL and fsspec's in-memory filesystem (which, like an
-object store, has no atomic rename, so it takes the marker-last path)."""
+"""ArtifactStore on a local directory, a file:// URL, fsspec's in-memory filesystem and an S3-compatible
+server (these two have no atomic rename, so they take the marker-last path)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -11,12 +12,33 @@ from pathlib import Path
 import pytest
 
 from trainers.storage import ArtifactStore
-from trainers.storage.store import MARKER
+from trainers.storage.store import MARKER, S3_ENDPOINT_ENV
 
 
-@pytest.fixture(params=["path", "file", "memory"])
-def store(request, tmp_path: Path) -> Iterator[ArtifactStore]:
-    if request.param == "memory":
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    """An S3-compatible server in a thread (moto's), as a deployment's MinIO would be."""
+    pytest.importorskip("s3fs")
+    server_module = pytest.importorskip("moto.server")
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture(params=["path", "file", "memory", "s3"])
+def store(request, tmp_path: Path, monkeypatch) -> Iterator[ArtifactStore]:
+    if request.param == "s3":
+        monkeypatch.setenv(S3_ENDPOINT_ENV, request.getfixturevalue("s3_endpoint"))
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            monkeypatch.setenv(name, "test")
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        bucket = f"artifacts-{uuid.uuid4().hex[:12]}"
+        store = ArtifactStore.from_url(f"s3://{bucket}/deployment")
+        store.fs.mkdir(bucket)
+        yield store
+    elif request.param == "memory":
         store = ArtifactStore.from_url(f"memory://store-{uuid.uuid4().hex}")
         yield store
         if store.fs.exists(store.root):
@@ -186,11 +208,7 @@ def test_concurrent_readers_get_whole_versions(store, tmp_path):
     writer.join()
 
 
-def test_s3_without_s3fs_names_the_package():
-    try:
-        import s3fs  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="s3fs"):
-            ArtifactStore.from_url("s3://bucket/prefix")
-    else:
-        pytest.skip("s3fs is installed here")
+def test_s3_without_s3fs_names_the_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "s3fs", None)  # what `import s3fs` meets where it is not installed
+    with pytest.raises(ImportError, match="pip install s3fs"):
+        ArtifactStore.from_url("s3://bucket/prefix")
