@@ -11,33 +11,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.trainers.storage.s3server import s3_bucket_url, s3_server
 from trainers.storage import ArtifactStore
-from trainers.storage.store import MARKER, S3_ENDPOINT_ENV
+from trainers.storage.store import MARKER
 
 
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
-    """An S3-compatible server in a thread (moto's), as a deployment's MinIO would be."""
-    pytest.importorskip("s3fs")
-    server_module = pytest.importorskip("moto.server")
-    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+    with s3_server() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture(params=["path", "file", "memory", "s3"])
 def store(request, tmp_path: Path, monkeypatch) -> Iterator[ArtifactStore]:
     if request.param == "s3":
-        monkeypatch.setenv(S3_ENDPOINT_ENV, request.getfixturevalue("s3_endpoint"))
-        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-            monkeypatch.setenv(name, "test")
-        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        bucket = f"artifacts-{uuid.uuid4().hex[:12]}"
-        store = ArtifactStore.from_url(f"s3://{bucket}/deployment")
-        store.fs.mkdir(bucket)
-        yield store
+        yield ArtifactStore.from_url(s3_bucket_url(monkeypatch, request.getfixturevalue("s3_endpoint")))
     elif request.param == "memory":
         store = ArtifactStore.from_url(f"memory://store-{uuid.uuid4().hex}")
         yield store

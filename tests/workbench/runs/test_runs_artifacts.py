@@ -4,10 +4,12 @@ next attempt on a worker with another (empty) run directory downloads the newest
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
 
+from tests.trainers.storage.s3server import s3_bucket_url, s3_server
 from tests.workbench.runs.test_runs_recovery import held
 from workbench.runs.artifacts import CheckpointMirror, artifact_store
 from workbench.runs.execution import resume_point, run_dir, run_execute
@@ -103,8 +105,20 @@ def test_a_superseded_attempt_uploads_nothing(run, var_dirs):
     assert artifact_store().list_dirs(f"runs/{run.pk}/checkpoints") == []
 
 
-def test_the_next_attempt_on_another_worker_resumes_from_the_stored_checkpoint(run, var_dirs):
-    """Attempt 1 (worker a) checkpoints and dies; attempt 2 runs where VAR_DIR is another, empty disk."""
+@pytest.mark.parametrize("store", ["directory", "s3"])
+def test_the_next_attempt_on_another_worker_resumes_from_the_stored_checkpoint(
+    run, var_dirs, settings, monkeypatch, store
+):
+    """Attempt 1 (worker a) checkpoints and dies; attempt 2 runs where VAR_DIR is another, empty disk;
+    the store is a shared directory or an S3-compatible server."""
+    with contextlib.ExitStack() as stack:
+        if store == "s3":
+            settings.ARTIFACTS_URL = s3_bucket_url(monkeypatch, stack.enter_context(s3_server()))
+        resume_on_another_worker(run, var_dirs)
+    assert Checkpoint.objects.get(run=run).path.startswith("s3://" if store == "s3" else "file://")
+
+
+def resume_on_another_worker(run: Run, var_dirs) -> None:
     seen: dict = {}
 
     def train(config, *, sink, should_stop, resume_from=None):
