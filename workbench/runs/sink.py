@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, connection, transaction
 
@@ -14,6 +15,9 @@ from trainers.workbench_api import Sink, Trajectory
 from .artifacts import CheckpointMirror
 from .ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
 from .lease import lease_hold
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class DatabaseSink(Sink):
@@ -73,11 +77,11 @@ class DatabaseSink(Sink):
         location = str(path)
         if self.checkpoints is not None and Path(path).is_dir():
             self._retrying(lambda: None)  # a superseded attempt uploads nothing (LeaseLost)
-            location = self.checkpoints.upload(Path(path))
+            location = self._in_store(lambda: self.checkpoints.upload(Path(path))) or location
         self._retrying(lambda: checkpoint_record(run_id=self.run_id, step=step, path=location))
         if self.checkpoints is not None:
-            self.checkpoints.prune()
-            self.checkpoints.sync_best()
+            self._in_store(self.checkpoints.prune)
+            self._in_store(self.checkpoints.sync_best)
 
     def log_alerts(self, alerts: Sequence[Any]) -> None:
         if alerts:
@@ -111,6 +115,21 @@ class DatabaseSink(Sink):
                 connection.close()
                 time.sleep(self.retry_wait_s * (tries + 1))
 
+    def _in_store(self, action: Callable[[], T]) -> T | None:
+        """An artifact store call, tried again like a database write; a store that stays unreachable costs
+        the run only its resumability elsewhere (None, logged): the checkpoint row keeps the local path."""
+        for tries in range(self.retries + 1):
+            try:
+                return action()
+            except Exception:
+                if tries == self.retries:
+                    logger.exception(
+                        "run %s: the artifact store failed; this checkpoint stays local", self.run_id
+                    )
+                    return None
+                time.sleep(self.retry_wait_s * (tries + 1))
+        return None
+
     def _fenced(self, write: Callable[[], Any]) -> None:
         """The write, in one transaction with the check that this attempt still holds the run."""
         if self.attempt is None:
@@ -123,7 +142,7 @@ class DatabaseSink(Sink):
     def close(self) -> None:
         self.flush()
         if self.checkpoints is not None:  # the loop's last evaluation may have saved a new best
-            self.checkpoints.sync_best()
+            self._in_store(self.checkpoints.sync_best)
 
     def _maybe_flush(self) -> None:
         waiting = sum(len(batch) for batch in self._trajectories.values())

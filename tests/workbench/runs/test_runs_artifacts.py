@@ -95,6 +95,32 @@ def test_a_rows_local_path_from_before_the_store_still_resumes(run, tmp_path):
     assert resume_point(run, artifact_store()) == (Checkpoint.objects.get(run=run), path)
 
 
+def test_a_store_that_fails_costs_a_checkpoint_only_its_copy_in_the_store(run, var_dirs, monkeypatch):
+    """A failed upload is tried again; one that keeps failing leaves the row on the local path, and the
+    run goes on (resumable on this worker)."""
+    var_dirs("a")
+    store = artifact_store()
+    mirror = CheckpointMirror(run.pk, run_dir(run), store=store, keep=2)
+    sink = DatabaseSink(run.pk, checkpoints=mirror, retry_wait_s=0)
+    put_dir, failures = store.put_dir, [OSError("connection reset")]
+
+    def flaky(local, key):
+        if failures:
+            raise failures.pop()
+        return put_dir(local, key)
+
+    monkeypatch.setattr(store, "put_dir", flaky)
+    sink.log_checkpoint(2, write_checkpoint(run_dir(run), "step_000002", "2"))
+    assert Checkpoint.objects.get(run=run, step=2).path == store.url_of(
+        f"runs/{run.pk}/checkpoints/step_000002"
+    )
+    failures.extend([OSError("store down")] * (sink.retries + 1))
+    local = write_checkpoint(run_dir(run), "step_000004", "4")
+    sink.log_checkpoint(4, local)
+    assert Checkpoint.objects.get(run=run, step=4).path == str(local)
+    assert resume_point(run, store) == (Checkpoint.objects.get(run=run, step=4), local)
+
+
 def test_a_superseded_attempt_uploads_nothing(run, var_dirs):
     var_dirs("a")
     held(run, stale=False)
