@@ -46,9 +46,9 @@ run: $(STAMP)
 
 # tests.services uses the PostgreSQL and Redis that answer, or starts throwaway ones from the installed
 # binaries for the run (and says what to install when there are none). A per-test timeout makes a hang
-# fail the run instead of stalling CI.
+# fail the run instead of stalling CI; the slowest tests are listed at the end, to keep the suite short.
 test: $(STAMP)
-	$(PY) -m tests.services -- $(PY) -m pytest tests -q --timeout=900
+	$(PY) -m tests.services -- $(PY) -m pytest tests -q --timeout=900 --durations=20
 
 # Benchmarks need PostgreSQL; each script's output is kept in bench-results/<script>.txt.
 bench: $(STAMP)
