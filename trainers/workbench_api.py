@@ -13,6 +13,10 @@ Training
     and the demos also use (SFT when configured, then RL); returns a RunResult.
     Sink: the interface a run's metrics, trajectories, evaluations, checkpoints and alerts go to.
     Trajectory: the record of one rollout, as sinks receive it.
+Distributed rollouts
+    RolloutJob, JobResult, JobFailed: a chunk of a step's rollouts and its result, as JSON-able data.
+    RolloutWorkerState: a rollout worker's loaded policies; `.run(job)` rolls a job out.
+    ResubmittingDispatcher: sends jobs, sends lost ones again, one result per job (Celery subclasses it).
 Evaluation
     EvalConfig, eval_config_from_run(run_config, **fields): a model evaluated with a run config's template,
     tools, limits, sampling and reward on a dataset file, k samples per prompt. evaluate_config(config):
@@ -61,6 +65,13 @@ from trainers.models.loading import load_tokenizer
 from trainers.net import EGRESS_ERROR, EgressPolicy, egress_policy
 from trainers.rewards import REWARDS, RewardDefinition, describe_components, score_text
 from trainers.rewards.schedules import Schedule
+from trainers.rollout.remote import (
+    JobFailed,
+    JobResult,
+    ResubmittingDispatcher,
+    RolloutJob,
+    RolloutWorkerState,
+)
 from trainers.sandbox.limits import SandboxLimits
 from trainers.sandbox.pool import INSECURE_ENV as SANDBOX_INSECURE_ENV
 from trainers.sandbox.pool import SandboxError
@@ -96,8 +107,13 @@ __all__ = [
     "EchoTrapConfig",
     "EchoTrapDetector",
     "EvalConfig",
+    "JobFailed",
+    "JobResult",
     "EgressPolicy",
+    "ResubmittingDispatcher",
     "RewardDefinition",
+    "RolloutJob",
+    "RolloutWorkerState",
     "RunConfig",
     "RunResult",
     "SANDBOX_INSECURE_ENV",

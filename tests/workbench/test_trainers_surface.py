@@ -85,4 +85,6 @@ def test_the_task_trains_with_the_clis_run_config(monkeypatch):
 
     monkeypatch.setattr(tasks, "run_execute", fake_execute)
     assert tasks.train_run.apply(args=(7,)).get() == "succeeded"
-    assert seen == {"run_id": 7, "train": run.run_config}
+    assert seen["run_id"] == 7 and seen["train"].func is run.run_config
+    # the same function, given the rollout queue's workers for a config with rollout.backend: remote
+    assert set(seen["train"].keywords) == {"dispatcher"}

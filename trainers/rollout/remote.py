@@ -135,7 +135,8 @@ class RolloutWorkerState:
 
         start = time.perf_counter()
         store = ArtifactStore.from_url(job.weights_url)
-        loaded = self.loaded.pop(job.run_key, None)
+        key = f"{job.run_key}@{job.weights_url}"  # run ids repeat across databases; their stores do not
+        loaded = self.loaded.pop(key, None)
         if loaded is None:
             from trainers.backends.hf import HFBackend
 
@@ -149,7 +150,7 @@ class RolloutWorkerState:
             load_version(store, job.weights_prefix, job.weight_version, loaded.model)
             loaded.version = job.weight_version
             self.loads += 1
-        self.loaded[job.run_key] = loaded  # most recently used last
+        self.loaded[key] = loaded  # most recently used last
         while len(self.loaded) > self.max_runs:
             self.loaded.pop(next(iter(self.loaded)))
         return loaded, time.perf_counter() - start
