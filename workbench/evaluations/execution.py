@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from trainers.workbench_api import EvalConfig, Trajectory, eval_metrics_finite
+from workbench.runs.artifacts import artifact_store, checkpoint_local
 from workbench.runs.ingest import TRAJECTORY_FIELDS, trajectory_record
 
 from .models import Evaluation, EvaluationStatus, EvaluationTrajectory, ModelSource
@@ -63,14 +64,31 @@ def _export_rows(evaluation: Evaluation, directory: Path) -> str:
     return str(path)
 
 
+def _checkpoint_local(evaluation: Evaluation, directory: Path) -> Path:
+    """Where this worker reads the evaluated checkpoint: the path its run's worker wrote, else a copy from
+    the artifact store (downloaded into the evaluation's directory), as a resumed run finds it."""
+    checkpoint = evaluation.checkpoint
+    local = (
+        None
+        if checkpoint is None
+        else checkpoint_local(checkpoint, run_dir=directory, store=artifact_store())
+    )
+    if local is None:
+        where = checkpoint.url or checkpoint.path if checkpoint is not None else evaluation.model_label
+        raise FileNotFoundError(
+            f"the checkpoint's files ({where}) are not readable here nor in the artifact store"
+        )
+    return local
+
+
 def execution_config(evaluation: Evaluation) -> EvalConfig:
     """The snapshot within the operator's bounds (checked again on the worker), its rows and directory."""
     trusted = evaluation.source == ModelSource.CHECKPOINT
     snapshot = evaluation_config_bound(evaluation.config, team_id=evaluation.team_id, trusted_model=trusted)
-    if trusted and not Path(snapshot["model"]["path"]).exists():
-        raise FileNotFoundError(f"the checkpoint's files ({snapshot['model']['path']}) are not readable here")
     directory = evaluation_dir(evaluation)
     directory.mkdir(parents=True, exist_ok=True)
+    if trusted:
+        snapshot["model"] = {**snapshot["model"], "path": str(_checkpoint_local(evaluation, directory))}
     data = {"data_path": _export_rows(evaluation, directory), "prompt_key": "question"}
     return EvalConfig.model_validate({**snapshot, **data, "output_dir": str(directory)})
 

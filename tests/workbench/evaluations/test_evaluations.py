@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -133,11 +134,27 @@ def test_the_worker_evaluates_the_checkpoint_and_stores_its_trajectories(
 
 def test_a_missing_checkpoint_fails_with_its_reason(member, team, checkpoint, prompts, tmp_path):
     evaluation = _create(team, member, checkpoint, prompts)
-    Evaluation.objects.filter(pk=evaluation.pk).update(config={**evaluation.config, "model": {
-        **evaluation.config["model"], "path": str(tmp_path / "gone")}})  # fmt: skip
+    type(checkpoint).objects.filter(pk=checkpoint.pk).update(path=str(tmp_path / "gone"), url="")
     assert evaluation_execute(evaluation_id=evaluation.pk, worker="w", evaluate=evaluate_config) == "failed"
     evaluation.refresh_from_db()
     assert "not readable here" in evaluation.error and evaluation.finished_at is not None
+
+
+def test_a_checkpoint_only_in_the_artifact_store_is_downloaded(
+    member, team, checkpoint, prompts, settings, tmp_path
+):
+    from trainers.workbench_api import ArtifactStore
+
+    settings.ARTIFACTS_URL = str(tmp_path / "store")
+    url = ArtifactStore.from_url(settings.ARTIFACTS_URL).put_dir(
+        Path(checkpoint.path), "runs/1/checkpoints/step_000002"
+    )
+    type(checkpoint).objects.filter(pk=checkpoint.pk).update(path=str(tmp_path / "other-worker"), url=url)
+    evaluation = _create(team, member, checkpoint, prompts, max_problems=1)
+    assert (
+        evaluation_execute(evaluation_id=evaluation.pk, worker="w", evaluate=evaluate_config) == "succeeded"
+    )
+    assert evaluation.trajectories.count() == 2
 
 
 def _finished(team, user, checkpoint, prompts, **metrics):
