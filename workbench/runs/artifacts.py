@@ -1,7 +1,7 @@
 """A run's checkpoints in the shared artifact store (settings.ARTIFACTS_URL), so the run resumes on any
 worker: the worker writes a checkpoint into its own run directory, the sink uploads it to
-`runs/<run id>/checkpoints/<name>` and records the store URL, and the next attempt downloads the newest
-one into its own run directory when it is not there already.
+`runs/<run id>/checkpoints/<name>` and records its store URL (`Checkpoint.url`) beside the local path,
+and the next attempt downloads the newest one into its own run directory when it cannot read it there.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from pathlib import Path
 from django.conf import settings
 
 from trainers.workbench_api import ArtifactStore
+
+from .models import Checkpoint
 
 logger = logging.getLogger(__name__)
 BEST = "best"  # the trainer's checkpoints/best: the best evaluation so far (checkpoint.keep_best)
@@ -68,22 +70,23 @@ class CheckpointMirror:
             self._best_seen = (stat.st_mtime_ns, stat.st_size)
 
 
-def checkpoint_local(
-    *, run_id: int, run_dir: Path, location: str, store: ArtifactStore | None
-) -> Path | None:
-    """Where this worker reads the checkpoint recorded at `location` (a store URL or, from before the
-    store, a local path): its own run directory's copy, else a download into it; None if unreadable."""
-    if "://" not in location:
-        return Path(location) if Path(location).exists() else None
-    local = Path(run_dir) / "checkpoints" / location.rstrip("/").rsplit("/", 1)[1]
+def checkpoint_local(checkpoint: Checkpoint, *, run_dir: Path, store: ArtifactStore | None) -> Path | None:
+    """Where this worker reads `checkpoint`: the path its worker wrote (when this is that machine, or one
+    sharing its disk), else this worker's run directory's copy, else a download from the store into that
+    directory; None when it can read none of them."""
+    if Path(checkpoint.path).exists():
+        return Path(checkpoint.path)
+    if not checkpoint.url:
+        return None
+    local = Path(run_dir) / "checkpoints" / checkpoint.url.rstrip("/").rsplit("/", 1)[1]
     if (local / STATE_FILE).exists():
         return local
-    if store is None or not location.startswith(store.url + "/"):
-        logger.warning("run %s: checkpoint %s is not in the configured store %s", run_id, location,
+    if store is None or not checkpoint.url.startswith(store.url + "/"):
+        logger.warning("checkpoint %s is not in the configured artifact store %s", checkpoint.url,
                        store.url if store else None)  # fmt: skip
         return None
-    key = location[len(store.url) + 1 :]
+    key = checkpoint.url[len(store.url) + 1 :]
     if not store.exists(key):
         return None
-    logger.info("run %s: downloading checkpoint %s", run_id, location)
+    logger.info("run %s: downloading checkpoint %s", checkpoint.run_id, checkpoint.url)
     return store.get_dir(key, local)

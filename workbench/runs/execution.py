@@ -170,7 +170,7 @@ def resume_point(run: Run, store: ArtifactStore | None = None) -> tuple[Checkpoi
     """The newest recorded checkpoint this worker can read, in its run directory or downloaded there from
     the artifact store, with the local directory to resume from."""
     for checkpoint in run.checkpoints.order_by("-step"):
-        local = checkpoint_local(run_id=run.pk, run_dir=run_dir(run), location=checkpoint.path, store=store)
+        local = checkpoint_local(checkpoint, run_dir=run_dir(run), store=store)
         if local is not None:
             return checkpoint, local
     return None

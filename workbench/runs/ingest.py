@@ -168,9 +168,11 @@ def trajectories_ingest(*, run_id: int, batches: Mapping[int, Sequence[Trajector
 
 
 @transaction.atomic
-def checkpoint_record(*, run_id: int, step: int, path: str) -> Checkpoint:
-    """Record a saved checkpoint; the run resumes from the newest one when its task is redelivered."""
-    checkpoint, _ = Checkpoint.objects.update_or_create(run_id=run_id, step=step, defaults={"path": path})
+def checkpoint_record(*, run_id: int, step: int, path: str, url: str = "") -> Checkpoint:
+    """Record a saved checkpoint (`url`: its copy in the artifact store); the run resumes from the newest
+    one when its task is redelivered."""
+    fields = {"path": path, "url": url}
+    checkpoint, _ = Checkpoint.objects.update_or_create(run_id=run_id, step=step, defaults=fields)
     _stored(run_id, last_checkpoint_step=step)
     return checkpoint
 

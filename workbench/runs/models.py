@@ -187,9 +187,13 @@ class TrajectoryRecord(models.Model):
 
 
 class Checkpoint(models.Model):
+    """A saved checkpoint: `path` on the worker that wrote it, `url` its copy in the artifact store (any
+    worker resumes from it; empty when it was not uploaded)."""
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="checkpoints")
     step = models.IntegerField()
     path = models.CharField(max_length=500)
+    url = models.CharField(max_length=1000, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -27,7 +27,7 @@ class DatabaseSink(Sink):
     `flush_seconds` have passed since the last write; checkpoints and alerts flush first, so what a
     checkpoint covers is always stored before the checkpoint row that a resume relies on. With `attempt`,
     every write is fenced by the run's lease: once another attempt holds the run, writes raise LeaseLost.
-    With `checkpoints`, a checkpoint is uploaded to the shared artifact store before its row records the
+    With `checkpoints`, a checkpoint is uploaded to the shared artifact store before its row records its
     store URL, so any worker can resume from it.
     """
 
@@ -74,11 +74,11 @@ class DatabaseSink(Sink):
 
     def log_checkpoint(self, step: int, path: Path) -> None:
         self.flush()
-        location = str(path)
+        url = ""
         if self.checkpoints is not None and Path(path).is_dir():
             self._retrying(lambda: None)  # a superseded attempt uploads nothing (LeaseLost)
-            location = self._in_store(lambda: self.checkpoints.upload(Path(path))) or location
-        self._retrying(lambda: checkpoint_record(run_id=self.run_id, step=step, path=location))
+            url = self._in_store(lambda: self.checkpoints.upload(Path(path))) or ""
+        self._retrying(lambda: checkpoint_record(run_id=self.run_id, step=step, path=str(path), url=url))
         if self.checkpoints is not None:
             self._in_store(self.checkpoints.prune)
             self._in_store(self.checkpoints.sync_best)
@@ -117,7 +117,7 @@ class DatabaseSink(Sink):
 
     def _in_store(self, action: Callable[[], T]) -> T | None:
         """An artifact store call, tried again like a database write; a store that stays unreachable costs
-        the run only its resumability elsewhere (None, logged): the checkpoint row keeps the local path."""
+        the run only its resumability elsewhere (None, logged): the checkpoint row gets no store URL."""
         for tries in range(self.retries + 1):
             try:
                 return action()

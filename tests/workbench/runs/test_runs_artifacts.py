@@ -5,6 +5,7 @@ next attempt on a worker with another (empty) run directory downloads the newest
 from __future__ import annotations
 
 import contextlib
+import shutil
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,8 @@ def test_a_checkpoint_is_uploaded_and_its_row_records_the_store_url(run, var_dir
     mirror_sink(run).log_checkpoint(2, path)
     store = artifact_store()
     (checkpoint,) = Checkpoint.objects.filter(run=run)
-    assert checkpoint.path == store.url_of(f"runs/{run.pk}/checkpoints/step_000002")
+    assert checkpoint.path == str(path)  # what the worker wrote, as every reader of the row knows it
+    assert checkpoint.url == store.url_of(f"runs/{run.pk}/checkpoints/step_000002")
     copy = store.get_dir(f"runs/{run.pk}/checkpoints/step_000002", var_dirs("b") / "copy")
     assert files(copy) == files(path)
 
@@ -73,20 +75,24 @@ def test_the_store_keeps_the_newest_checkpoints_and_the_current_best(run, var_di
     assert list(Checkpoint.objects.filter(run=run).values_list("step", flat=True)) == [2, 4, 6]
 
 
-def test_resume_downloads_the_newest_readable_checkpoint_into_the_workers_own_run_directory(run, var_dirs):
-    var_dirs("a")
-    sink = mirror_sink(run, keep=1)
+def test_resume_downloads_the_newest_checkpoint_when_the_worker_that_wrote_it_is_gone(run, var_dirs):
+    a = var_dirs("a")
+    sink, store = mirror_sink(run, keep=1), artifact_store()
     sink.log_checkpoint(2, write_checkpoint(run_dir(run), "step_000002", "2"))
-    sink.log_checkpoint(4, write_checkpoint(run_dir(run), "step_000004", "4"))  # the store drops step 2
-    artifact_store().delete(f"runs/{run.pk}/checkpoints/step_000004")  # and loses step 4 too
-    assert resume_point(run, artifact_store())[0].step == 4  # worker a still has its own copy
+    own = write_checkpoint(run_dir(run), "step_000004", "4")
+    sink.log_checkpoint(4, own)  # the store drops step 2
+    assert resume_point(run, store) == (Checkpoint.objects.get(run=run, step=4), own)
     b = var_dirs("b")
-    assert resume_point(run, artifact_store()) is None  # b has neither, and the store holds none
-    sink.log_checkpoint(6, write_checkpoint(var_dirs("a") / "runs" / str(run.pk), "step_000006", "6"))
-    var_dirs("b")
-    checkpoint, local = resume_point(run, artifact_store())
-    assert checkpoint.step == 6 and local == b / "runs" / str(run.pk) / "checkpoints" / "step_000006"
-    assert files(local)["trainer_state.pt"] == "state 6"
+    shutil.rmtree(a)  # a's machine is gone
+    checkpoint, local = resume_point(run, store)
+    assert checkpoint.step == 4 and local == b / "runs" / str(run.pk) / "checkpoints" / "step_000004"
+    assert files(local) == {
+        "model.safetensors": "weights 4", "nested/config.json": "4", "trainer_state.pt": "state 4"
+    }  # fmt: skip
+    assert resume_point(run, store) == (checkpoint, local)  # b reads its own copy from now on
+    shutil.rmtree(local)
+    store.delete(f"runs/{run.pk}/checkpoints/step_000004")
+    assert resume_point(run, store) is None  # step 4 is nowhere now, and step 2 was pruned
 
 
 def test_a_rows_local_path_from_before_the_store_still_resumes(run, tmp_path):
@@ -111,13 +117,16 @@ def test_a_store_that_fails_costs_a_checkpoint_only_its_copy_in_the_store(run, v
 
     monkeypatch.setattr(store, "put_dir", flaky)
     sink.log_checkpoint(2, write_checkpoint(run_dir(run), "step_000002", "2"))
-    assert Checkpoint.objects.get(run=run, step=2).path == store.url_of(
+    assert Checkpoint.objects.get(run=run, step=2).url == store.url_of(
         f"runs/{run.pk}/checkpoints/step_000002"
     )
     failures.extend([OSError("store down")] * (sink.retries + 1))
     local = write_checkpoint(run_dir(run), "step_000004", "4")
     sink.log_checkpoint(4, local)
-    assert Checkpoint.objects.get(run=run, step=4).path == str(local)
+    assert (Checkpoint.objects.get(run=run, step=4).path, Checkpoint.objects.get(run=run, step=4).url) == (
+        str(local),
+        "",
+    )
     assert resume_point(run, store) == (Checkpoint.objects.get(run=run, step=4), local)
 
 
@@ -141,7 +150,7 @@ def test_the_next_attempt_on_another_worker_resumes_from_the_stored_checkpoint(
         if store == "s3":
             settings.ARTIFACTS_URL = s3_bucket_url(monkeypatch, stack.enter_context(s3_server()))
         resume_on_another_worker(run, var_dirs)
-    assert Checkpoint.objects.get(run=run).path.startswith("s3://" if store == "s3" else "file://")
+    assert Checkpoint.objects.get(run=run).url.startswith("s3://" if store == "s3" else "file://")
 
 
 def resume_on_another_worker(run: Run, var_dirs) -> None:
@@ -154,9 +163,10 @@ def resume_on_another_worker(run: Run, var_dirs) -> None:
             raise SystemExit("the machine died")  # not an Exception: the attempt records nothing
         seen["state"] = files(Path(resume_from))["trainer_state.pt"]
 
-    var_dirs("a")
+    a = var_dirs("a")
     with pytest.raises(SystemExit):
         run_execute(run_id=run.pk, worker="w1", train=train)
+    shutil.rmtree(a)  # with its machine
     held(run)  # its lease expired
     b = var_dirs("b")
     assert run_execute(run_id=run.pk, worker="w2", train=train) == RunStatus.SUCCEEDED

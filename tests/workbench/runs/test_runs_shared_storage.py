@@ -1,9 +1,11 @@
 """A run resumes on a worker that shares nothing with the dead one but the artifact store: real Celery
 worker processes (Redis, PostgreSQL) training the tiny model, each with its own run directory
-(WORKBENCH_VAR_DIR); the first is SIGKILLed after a checkpoint, the second downloads it and finishes."""
+(WORKBENCH_VAR_DIR); the first is SIGKILLed after a checkpoint and its disk removed, the second
+downloads the checkpoint and finishes."""
 
 from __future__ import annotations
 
+import shutil
 import uuid
 
 import pytest
@@ -47,6 +49,7 @@ def test_a_killed_run_resumes_from_the_stored_checkpoint_on_a_worker_with_anothe
     train_run.apply_async(args=[run.pk], queue=queue)
     crash.wait_for(lambda: (crash.run_now(run.pk).last_checkpoint_step or 0) >= 2, 240, "a checkpoint", first)
     first.kill()
+    shutil.rmtree(tmp_path / "a")  # its disk went with it
     second_dir = tmp_path / "b"
     second = WorkerProcess(env={**env, "WORKBENCH_VAR_DIR": str(second_dir)}, log_dir=tmp_path, queues=queue)
     second.start()
@@ -64,9 +67,8 @@ def test_a_killed_run_resumes_from_the_stored_checkpoint_on_a_worker_with_anothe
     assert crash.reward_steps(run) == [1, 2, 3, 4, 5, 6]  # no step lost, none twice
     downloaded = second_dir / "runs" / str(run.pk) / "checkpoints"
     assert (downloaded / f"step_{6:06d}" / "trainer_state.pt").exists()
-    assert not (tmp_path / "a" / "runs" / str(run.pk) / "checkpoints" / f"step_{6:06d}").exists()
     store = ArtifactStore.from_url(store_url)
     last = run.checkpoints.get(step=6)
-    assert last.path == store.url_of(f"runs/{run.pk}/checkpoints/step_000006") and store.exists(
-        f"runs/{run.pk}/checkpoints/step_000006"
-    )
+    assert last.path == str(downloaded / "step_000006")
+    assert last.url == store.url_of(f"runs/{run.pk}/checkpoints/step_000006")
+    assert store.exists(f"runs/{run.pk}/checkpoints/step_000006")
