@@ -1,0 +1,99 @@
+"""In chromium against a real Celery worker: a tiny run trains and writes two checkpoints, each is evaluated
+from the run page's Evaluate link on the rollout queue, both appear on the dataset's leaderboard (sortable),
+and an evaluation's trajectory opens turn by turn in the inspector."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.workbench.support.datasets import prompts_version
+from workbench.evaluations.models import Evaluation
+from workbench.runs.models import Run
+from workbench.runs.services import run_create
+
+pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.timeout(600)]
+
+# the tiny model at its smallest, 2 steps of 2 prompts x 2 samples, a checkpoint after each step
+RUN_CONFIG = {
+    "model": {"tiny": {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1}},
+    "tools": [{"name": "calculator"}],
+    "rollout": {"prompts_per_step": 2, "samples_per_prompt": 2},
+    "limits": {"max_new_tokens_per_turn": 8, "max_turns": 2},
+    "training": {"steps": 2},
+    "checkpoint": {"every_steps": 1},
+}
+
+
+def wait_for(predicate, timeout: float, what: str, worker):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}\n{worker.log_tail()}")
+
+
+def evaluate_from_run_page(page, run: Run, step: int) -> None:
+    page.goto(run.get_absolute_url())
+    page.locator("details:has(.evaluate-checkpoint) > summary").click()
+    page.locator(f"li:has-text('step {step}:') .evaluate-checkpoint").click()
+    page.wait_for_url(re.compile(r"/evaluations/new/\?checkpoint=\d+$"))
+    expect(page.locator("[name='checkpoint'] option:checked")).to_have_text(f"{run.name} @ step {step}")
+    expect(page.locator("[name='dataset_version'] option:checked")).to_have_text("prompts v1")
+    page.locator("[name='split']").select_option("train")
+    page.locator("[name='samples']").fill("2")
+    page.locator("[name='max_problems']").fill("3")
+    page.get_by_role("button", name="Evaluate").click()
+    page.wait_for_url(re.compile(r"/evaluations/\d+/$"))
+    body = page.locator("#evaluation-body")
+    expect(body).to_have_attribute("data-status", re.compile("succeeded|failed"), timeout=240_000)
+    assert body.get_attribute("data-status") == "succeeded", body.inner_text()
+    expect(page.locator("#evaluation-metrics [data-metric='pass@2']")).not_to_have_text("—")
+
+
+def test_evaluate_two_checkpoints_leaderboard_and_inspector(
+    page, login, member, team, celery_worker, settings, tmp_path
+):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    prompts = prompts_version(team, member, n=4)
+    run = run_create(team=team, user=member, name="tiny-evals", config=RUN_CONFIG, queue="cpu",
+                     dataset_version=prompts)  # fmt: skip
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, 300, "the run to finish", celery_worker)
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.log_tail
+    assert list(run.checkpoints.values_list("step", flat=True)) == [1, 2]
+
+    login(member)
+    evaluate_from_run_page(page, run, 1)
+    evaluate_from_run_page(page, run, 2)
+    assert set(Evaluation.objects.values_list("status", "queue")) == {("succeeded", "rollout")}
+
+    page.locator("nav.mainnav").get_by_role("link", name="Evaluations").click()
+    page.locator("#leaderboards a", has_text="prompts v1").click()
+    rows = page.locator("#leaderboard tbody tr")
+    expect(rows).to_have_count(2)
+    expect(page.locator("#leaderboard")).to_contain_text("tiny-evals @ step 1")
+    expect(page.locator("#leaderboard")).to_contain_text("tiny-evals @ step 2")
+    page.locator("#leaderboard th[data-column='model'] a").click()  # sort by model, descending
+    expect(page.locator("#leaderboard th[data-column='model']")).to_have_attribute("aria-sort", "descending")
+    expect(rows.first).to_contain_text("@ step 2")
+    page.locator("#leaderboard th[data-column='model'] a").click()
+    expect(rows.first).to_contain_text("@ step 1")
+    with page.expect_download() as download:
+        page.locator("#leaderboard-csv").click()
+    lines = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 3 and lines[0].startswith("evaluation_id,model,")
+
+    rows.first.locator("td:nth-child(2) a").click()
+    page.wait_for_url(re.compile(r"/evaluations/\d+/$"))
+    trajectories = page.locator("#trajectory-rows tbody tr")
+    expect(trajectories).to_have_count(6)  # 3 problems x k = 2
+    trajectories.first.locator("a").first.click()
+    page.wait_for_url(re.compile(r"/evaluations/\d+/trajectories/\d+/$"))
+    expect(page.locator(".turns .role-prompt")).to_contain_text(re.compile(r"What is \d \+ 2\?"))
+    expect(page.locator(".turns .role-assistant").first).to_be_visible()
