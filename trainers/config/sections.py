@@ -96,8 +96,15 @@ class RolloutConfig(BaseModel):
         description="local: the training process generates; remote: rollout jobs on the rollout workers"
         " (the workbench's rollout queue), sampling from the trainer's published weights",
     )
-    prompts_per_job: int = Field(
-        1, ge=1, description="remote: prompts (whole groups) per rollout job; small jobs spread evenly"
+    prompts_per_job: int | None = Field(
+        None, ge=1, description="remote: prompts (whole groups) per rollout job; none = from jobs_per_worker"
+    )
+    jobs_per_worker: int = Field(
+        1,
+        ge=1,
+        description="remote: jobs per live rollout worker when prompts_per_job is none; more jobs even out"
+        " uneven workers, but a worker runs its jobs one after another and only overlaps the tool calls"
+        " within a job",
     )
     job_timeout_s: float = Field(
         300.0, gt=0.0, description="remote: a job without a result after this long is sent again"
@@ -128,6 +135,32 @@ class OptimizerConfig(BaseModel):
         return betas
 
 
+class DeepSpeedConfig(BaseModel):
+    """The DeepSpeed engine: the update on `ranks` data-parallel processes with ZeRO (torchrun launches
+    them: gloo on CPU, NCCL on CUDA). Each rank rolls out its share of a step's prompts; rank 0 logs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ranks: int = Field(2, ge=1, le=1024, description="processes on this machine (torchrun --nproc_per_node)")
+    stage: Literal[2, 3] = Field(
+        2, description="ZeRO stage: 2 shards optimiser state and gradients, 3 also the parameters"
+    )
+    bf16: bool = Field(False, description="bfloat16 parameters and activations, fp32 master weights")
+    offload_optimizer: bool = Field(False, description="keep the optimiser state in CPU memory")
+    gradient_checkpointing: bool = Field(False, description="recompute activations in the backward pass")
+    micro_batch_size: int | None = Field(
+        None,
+        ge=1,
+        description="trajectories per micro-batch on each rank (memory); none = grad_accumulation"
+        " micro-batches per minibatch. Gradients are the same either way",
+    )
+    timeout_s: float = Field(
+        600.0,
+        gt=0.0,
+        description="collective timeout: a rank that died or hangs fails the step after this long",
+    )
+
+
 class TrainingConfig(BaseModel):
     """The RL schedule: steps, PPO epochs and minibatches of each step's batch."""
 
@@ -139,6 +172,12 @@ class TrainingConfig(BaseModel):
         None, ge=1, description="trajectories per optimiser update; none = the whole step's batch"
     )
     grad_accumulation: int = Field(1, ge=1, description="micro-batches accumulated per update")
+    engine: Literal["local", "deepspeed"] = Field(
+        "local", description="local: this process trains; deepspeed: ZeRO on several ranks (deepspeed below)"
+    )
+    deepspeed: DeepSpeedConfig = Field(
+        default_factory=DeepSpeedConfig, description="the DeepSpeed engine, when engine is deepspeed"
+    )
 
     @model_validator(mode="after")
     def _divisible(self) -> TrainingConfig:
@@ -187,6 +226,12 @@ class EvaluationConfig(BaseModel):
     pass_k: int = Field(1, ge=1, description="k of pass@k (k samples at the rollout temperature)")
     greedy: bool = Field(True, description="also report greedy accuracy")
     at_start: bool = Field(False, description="also evaluate the starting policy, at step 0")
+    runner: Literal["inline", "jobs"] = Field(
+        "inline",
+        description="inline: the trainer evaluates and training waits; jobs (the workbench): the trainer only"
+        " checkpoints at every_steps and at the end, and each of those checkpoints is evaluated on the eval"
+        " split as an evaluation job on the rollout queue while training goes on (at_start is inline only)",
+    )
 
 
 class CheckpointConfig(BaseModel):

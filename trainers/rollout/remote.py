@@ -12,6 +12,7 @@ of a job counts, later ones are dropped.
 from __future__ import annotations
 
 import logging
+import math
 import statistics
 import threading
 import time
@@ -89,7 +90,7 @@ def rollout_spec(
     return {
         "template": template,
         "prompt_source": prompt_source,
-        "tools": [dict(binding) for binding in tools],
+        "tools": [binding if isinstance(binding, str) else dict(binding) for binding in tools],
         "limits": limits.model_dump(),
         "sampling": sampling.model_dump(),
         "device": device,
@@ -329,7 +330,8 @@ class RemoteRollouts:
         dispatcher: Dispatcher,
         spec: dict[str, Any],
         *,
-        prompts_per_job: int = 1,
+        prompts_per_job: int | None = None,
+        jobs_per_worker: int = 1,
         job_timeout_s: float = 300.0,
         keep_versions: int = 2,
     ) -> None:
@@ -338,7 +340,8 @@ class RemoteRollouts:
         self.model, self.tokenizer, self.dispatcher = model, tokenizer, dispatcher
         self.spec = {k: v for k, v in spec.items() if k != "sampling"}
         self.sampling = SamplingParams(**spec["sampling"])  # the trainer swaps it for greedy rollouts
-        self.prompts_per_job, self.job_timeout_s = prompts_per_job, job_timeout_s
+        self.prompts_per_job, self.jobs_per_worker = prompts_per_job, jobs_per_worker
+        self.job_timeout_s = job_timeout_s
         self.keep_versions = keep_versions
         self.store = ArtifactStore.from_url(dispatcher.weights_url)
         self.version: int | None = None
@@ -370,14 +373,14 @@ class RemoteRollouts:
         return self.version
 
     def jobs(self, rows: list[dict], samples_per_prompt: int, seed: int | None) -> list[RolloutJob]:
-        """Whole groups per job; a row keeps the id the in-process engine would give it (its index)."""
+        """Whole groups per job (`prompts_per_job`, else `jobs_per_worker` jobs per live worker); a row keeps
+        the id the in-process engine would give it (its index)."""
         rows = [{**row, "id": row.get("id", index)} for index, row in enumerate(rows)]
         version, step_id = self.publish(), uuid.uuid4().hex[:12]
         spec = {**self.spec, "sampling": self.sampling.model_dump()}
-        n, where = (
-            self.prompts_per_job,
-            (self.dispatcher.run_key, self.dispatcher.weights_url, WEIGHTS_PREFIX),
-        )
+        jobs = max(1, self.dispatcher.live_workers() * self.jobs_per_worker)
+        n = self.prompts_per_job or math.ceil(len(rows) / jobs)
+        where = (self.dispatcher.run_key, self.dispatcher.weights_url, WEIGHTS_PREFIX)
         chunks = [rows[i : i + n] for i in range(0, len(rows), n)]
         return [
             RolloutJob(f"{step_id}-{c}", *where, version, chunk, samples_per_prompt, seed, spec)

@@ -20,6 +20,7 @@ from trainers.metrics.echo_trap import EchoTrapDetector
 from trainers.rollout.engine import RolloutEngine
 from trainers.rollout.remote import Dispatcher, RemoteRollouts, rollout_spec
 from trainers.training.data import PromptSampler, read_rows, split_rows
+from trainers.training.engines import make_engine
 from trainers.training.evaluate import Evaluator, correctness_judge
 from trainers.training.loop import LoopSettings, Trainer
 from trainers.training.model_io import load_policy
@@ -104,8 +105,16 @@ def _rollouts(
     rollout = config.rollout
     return RemoteRollouts(
         model, tokenizer, dispatcher, spec, prompts_per_job=rollout.prompts_per_job,
-        job_timeout_s=rollout.job_timeout_s, keep_versions=rollout.keep_weight_versions,
+        jobs_per_worker=rollout.jobs_per_worker, job_timeout_s=rollout.job_timeout_s,
+        keep_versions=rollout.keep_weight_versions,
     )  # fmt: skip
+
+
+def _checkpoint_every(config: RunConfig) -> int:
+    """The checkpoint schedule; evaluations run as jobs (evaluation.runner) read a checkpoint at every one of
+    their steps, so the trainer also writes one there."""
+    every, evaluation = config.checkpoint.every_steps, config.evaluation
+    return math.gcd(every, evaluation.every_steps) if evaluation.runner == "jobs" else every
 
 
 def build_trainer(
@@ -154,7 +163,7 @@ def build_trainer(
         max_refill_rounds=max((getattr(f, "max_refill_rounds", 0) for f in config.filters), default=0),
         eval_every=config.evaluation.every_steps,
         eval_at_start=config.evaluation.at_start,
-        checkpoint_every=config.checkpoint.every_steps,
+        checkpoint_every=_checkpoint_every(config),
         keep_checkpoints=config.checkpoint.keep,
         keep_best=config.checkpoint.keep_best,
         on_alert=config.echo_trap.on_alert,
@@ -183,9 +192,11 @@ def build_trainer(
         sink=sink or RunDirSink(run_dir),
         run_dir=run_dir,
         filters=[FILTERS.get(f.name)(**filter_kwargs(f)) for f in config.filters],
-        evaluator=_evaluator(config, engine, eval_rows),
+        evaluator=None if config.evaluation.runner == "jobs" else _evaluator(config, engine, eval_rows),
         reference=frozen_copy(model) if needs_reference else None,
         value_head=value_head,
         detector=EchoTrapDetector(config.echo_trap.detector) if config.echo_trap.enabled else None,
         should_stop=should_stop,
+        # last: ZeRO-3 partitions the model, so the reference above is copied before
+        training_engine=make_engine(config, model, optimizer, value_head),
     )

@@ -87,8 +87,8 @@ def test_remote_rollouts_sample_the_in_process_trajectories(model_dir, train_fil
     assert len(got) == 2 * 3 * 2 and any(len(t["turns"]) > 2 for t in want)  # multi-turn: a call answered
     assert_same_trajectories(got, want)
     metrics = read_jsonl(tmp_path / "remote" / "metrics.jsonl")
-    # a job per prompt over both workers; the policy changed after step 1, so step 2 has a new version
-    assert [m[keys.ROLLOUT_CHUNKS] for m in metrics] == [3.0, 3.0]
+    # a job per worker (2 prompts and 1); the policy changed after step 1, so step 2 has a new version
+    assert [m[keys.ROLLOUT_CHUNKS] for m in metrics] == [2.0, 2.0]
     assert [m[keys.ROLLOUT_WEIGHT_VERSION] for m in metrics] == [1.0, 2.0]
     assert all(m[keys.ROLLOUT_STRAGGLER_S] >= 0.0 and m[keys.ROLLOUT_RESENT] == 0.0 for m in metrics)
 

@@ -33,8 +33,8 @@ def train_file(tmp_path, settings):
     return write_rows([make_problem(rng, i) for i in range(16)], tmp_path / "train.jsonl")
 
 
-def remote_config(train_file) -> dict:
-    """The bundled tiny model at its smallest, multi-turn calculator rollouts, a job per prompt."""
+def remote_config(train_file, **rollout) -> dict:
+    """The bundled tiny model at its smallest, multi-turn calculator rollouts, a job per rollout worker."""
     return {
         "model": {"tiny": {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1}},
         "tools": [{"name": "calculator"}],
@@ -44,7 +44,8 @@ def remote_config(train_file) -> dict:
             "samples_per_prompt": SAMPLES,
             "backend": "remote",
             "job_timeout_s": 120,
-        },  # fmt: skip
+            **rollout,
+        },
         "optimizer": {"lr": 1e-2},
         "training": {"steps": STEPS},
         "checkpoint": {"every_steps": 10},
@@ -129,7 +130,7 @@ def test_a_run_on_two_rollout_workers_trains_on_the_in_process_trajectories(
     run = Run.objects.get(pk=run.pk)
     assert run.status == RunStatus.SUCCEEDED, run.log_tail
     assert_same_as_in_process(run, in_process_trajectories(config, tmp_path))
-    assert metric(run, "rollout/chunks") == [float(PROMPTS)] * STEPS
+    assert metric(run, "rollout/chunks") == [2.0] * STEPS
     assert metric(run, "rollout/weight_version") == [1.0, 2.0]  # a new version after the first update
     assert max(metric(run, "rollout/workers")) == 2.0
     assert metric(run, "rollout/resent") == [0.0] * STEPS
@@ -138,7 +139,7 @@ def test_a_run_on_two_rollout_workers_trains_on_the_in_process_trajectories(
 def test_a_rollout_worker_killed_mid_job_loses_no_trajectory_and_counts_none_twice(
     transactional_db, worker_env, tmp_path, team, member, train_file
 ):
-    config = remote_config(train_file)
+    config = remote_config(train_file, prompts_per_job=1)  # small jobs: each worker gets one at once
     run = launch(team, member, config)
     env = shared_env(worker_env, tmp_path)
     doomed, survivor = start(env, tmp_path, "rollout"), start(env, tmp_path, "rollout")
