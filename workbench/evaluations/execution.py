@@ -19,6 +19,7 @@ from workbench.runs.artifacts import artifact_store, checkpoint_local
 from workbench.runs.ingest import TRAJECTORY_FIELDS, trajectory_record
 
 from .models import Evaluation, EvaluationStatus, EvaluationTrajectory, ModelSource
+from .scheduling import run_series_record
 from .services import evaluation_config_bound
 
 logger = logging.getLogger(__name__)
@@ -126,4 +127,6 @@ def evaluation_execute(*, evaluation_id: int, worker: str, evaluate: Callable[..
         _finish(evaluation, EvaluationStatus.FAILED, error=error[-20_000:])
         return EvaluationStatus.FAILED
     _finish(evaluation, EvaluationStatus.SUCCEEDED, metrics=eval_metrics_finite(metrics))
+    evaluation.refresh_from_db()
+    run_series_record(evaluation)
     return EvaluationStatus.SUCCEEDED

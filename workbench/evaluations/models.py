@@ -48,6 +48,10 @@ class Evaluation(models.Model):
     )
     run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     model_label = models.CharField(max_length=300)  # "tiny", the path, or "<run> @ step N"
+    # evaluation.runner "jobs": scheduled for the run's checkpoint at this step; its metrics join the run's
+    # eval/ series (greedy/... or sampled/..., as the inline evaluator names them)
+    automatic = models.BooleanField(default=False)
+    mode = models.CharField(max_length=8, blank=True)  # "greedy" | "sampled" for an automatic one
     dataset_version = models.ForeignKey(
         "datasets.DatasetVersion", on_delete=models.PROTECT, related_name="evaluations"
     )

@@ -147,3 +147,19 @@ def test_judge_follows_the_correctness_component():
     )
     assert judge_mode(config.reward) == "exact"
     assert judge_mode(EvalConfig(data_path="x", reward={"components": [{"name": "format"}]}).reward) == "math"
+
+
+def test_evaluations_run_as_jobs_leave_the_trainer_checkpointing_at_their_steps(tiny_model_dir, tmp_path):
+    from trainers.config.loader import validate_config
+    from trainers.training.build import build_trainer
+
+    rows = _rows([{"question": f"{i} + 1?", "answer": str(i + 1)} for i in range(4)], tmp_path / "rows.jsonl")
+    base = {"output_dir": str(tmp_path / "run"), "model": {"path": str(tiny_model_dir)},
+            "rollout": {"prompts_per_step": 2, "samples_per_prompt": 2}, "checkpoint": {"every_steps": 50},
+            "data": {"train_path": rows, "eval_path": rows}}  # fmt: skip
+    inline = build_trainer(validate_config({**base, "evaluation": {"every_steps": 20}}))
+    assert inline.evaluator is not None and inline.settings.checkpoint_every == 50
+    jobs = build_trainer(validate_config({**base, "evaluation": {"every_steps": 20, "runner": "jobs"}}))
+    assert jobs.evaluator is None and jobs.settings.checkpoint_every == 10  # steps 20, 40 and 50 are on it
+    at_end = build_trainer(validate_config({**base, "evaluation": {"runner": "jobs"}}))
+    assert at_end.evaluator is None and at_end.settings.checkpoint_every == 50  # and the final checkpoint

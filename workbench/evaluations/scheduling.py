@@ -1,0 +1,100 @@
+"""Evaluations a run schedules itself (`evaluation.runner: jobs`): when its worker records a checkpoint at
+an `evaluation.every_steps` step or at the end, that checkpoint is evaluated on the run's eval split as
+evaluation jobs on the rollout queue (greedy when `evaluation.greedy`, and k = `pass_k` samples at the
+rollout temperature, as the inline evaluator does), so training goes on meanwhile; the results join the
+run's `eval/` series at the checkpoint's step, where the dashboard's evaluation chart and compare read them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+
+from workbench.runs.ingest import metrics_ingest
+
+from .models import Evaluation, ModelSource, Split
+from .services import evaluation_config_compose, evaluation_launch
+
+logger = logging.getLogger(__name__)
+COUNTS = ("problems", "samples", "trajectories")  # bookkeeping, not series
+
+
+def _due(config: dict[str, Any], step: int) -> bool:
+    evaluation = config.get("evaluation") or {}
+    if evaluation.get("runner") != "jobs":
+        return False
+    every, steps = evaluation.get("every_steps") or 0, (config.get("training") or {}).get("steps")
+    return step == steps or (every > 0 and step % every == 0)
+
+
+def _modes(config: dict[str, Any]) -> list[tuple[str, int, float]]:
+    """(mode, k, temperature) of each job, as the inline evaluator samples."""
+    evaluation, sampling = config.get("evaluation") or {}, config.get("sampling") or {}
+    modes = [("sampled", int(evaluation.get("pass_k") or 1), float(sampling.get("temperature") or 1.0))]
+    if evaluation.get("greedy", True):
+        modes.insert(0, ("greedy", 1, 0.0))
+    return modes
+
+
+@transaction.atomic
+def evaluations_schedule(*, checkpoint) -> list[Evaluation]:
+    """Queue the evaluations due for this checkpoint of its run (none when not due, already queued, or the
+    run has no eval split to evaluate on)."""
+    run = checkpoint.run
+    if not _due(run.config, checkpoint.step):
+        return []
+    version = run.dataset_version
+    if version is None or not version.eval_count:
+        logger.warning("run %s: evaluation.runner is jobs but its dataset has no eval split", run.pk)
+        return []
+    if Evaluation.objects.filter(checkpoint=checkpoint, automatic=True).exists():
+        return []
+    seed = int(run.config.get("seed") or 0) + checkpoint.step  # the inline evaluator's seed at this step
+    created = []
+    for mode, k, temperature in _modes(run.config):
+        snapshot, label = evaluation_config_compose(
+            team=run.team, source=ModelSource.CHECKPOINT, checkpoint=checkpoint, samples=k,
+            temperature=temperature, max_problems=(run.config.get("evaluation") or {}).get("max_problems"),
+            seed=seed,
+        )  # fmt: skip
+        evaluation = Evaluation.objects.create(
+            team=run.team, created_by=run.created_by, name=f"{label} ({mode}, every_steps)",
+            source=ModelSource.CHECKPOINT, checkpoint=checkpoint, run=run, model_label=label,
+            dataset_version=version, split=Split.EVAL, samples=k, config=snapshot, automatic=True, mode=mode,
+        )  # fmt: skip
+        evaluation_launch(evaluation=evaluation)
+        created.append(evaluation)
+    return created
+
+
+def run_series_record(evaluation: Evaluation) -> int:
+    """An automatic evaluation's metrics as its run's `eval/<mode>/<metric>` points at the checkpoint step."""
+    if not evaluation.automatic or evaluation.run_id is None or evaluation.checkpoint is None:
+        return 0
+    step, prefix = evaluation.checkpoint.step, f"eval/{evaluation.mode}/"
+    points = [
+        (step, prefix + key, value)
+        for key, value in evaluation.metrics.items()
+        if value is not None and key not in COUNTS
+    ]
+    return metrics_ingest(run_id=evaluation.run_id, points=points, advance_step=False)
+
+
+def on_checkpoint_saved(sender, instance, created: bool, **kwargs) -> None:
+    """post_save of a run's Checkpoint: schedule its evaluations once the row is committed."""
+    if created and _due(instance.run.config, instance.step):
+        transaction.on_commit(lambda: _schedule_quietly(instance.pk))
+
+
+def _schedule_quietly(checkpoint_id: int) -> None:
+    """A failure to schedule is logged: it must never fail the run whose checkpoint was just stored."""
+    from workbench.runs.models import Checkpoint
+
+    try:
+        checkpoint = Checkpoint.objects.select_related("run").filter(pk=checkpoint_id).first()
+        if checkpoint is not None:
+            evaluations_schedule(checkpoint=checkpoint)
+    except Exception:
+        logger.exception("could not schedule the evaluations of checkpoint %s", checkpoint_id)
