@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.workbench.support.datasets import prompts_version
+from tests.workbench.support.worker import WorkerProcess
 from workbench.evaluations.models import Evaluation
 from workbench.runs.models import Run
 from workbench.runs.services import run_create
@@ -27,6 +28,20 @@ RUN_CONFIG = {
     "training": {"steps": 2},
     "checkpoint": {"every_steps": 1},
 }
+
+
+@pytest.fixture(scope="module")
+def evals_worker(worker_env, django_db_blocker, tmp_path_factory):
+    """A worker (gpu, rollout and cpu queues) whose run directories and artifact store are this module's own:
+    run ids restart with every test database, so a worker on the default var/ shares runs/1 with any other
+    test session on the machine, whose trainer prunes the checkpoints an evaluation is about to read."""
+    var = tmp_path_factory.mktemp("var")
+    worker = WorkerProcess(env={**worker_env, "WORKBENCH_VAR_DIR": str(var)}, log_dir=var)
+    worker.start()
+    with django_db_blocker.unblock():
+        worker.wait_online()
+    yield worker
+    worker.stop()
 
 
 def wait_for(predicate, timeout: float, what: str, worker):
@@ -57,13 +72,13 @@ def evaluate_from_run_page(page, run: Run, step: int) -> None:
 
 
 def test_evaluate_two_checkpoints_leaderboard_and_inspector(
-    page, login, member, team, celery_worker, settings, tmp_path
+    page, login, member, team, evals_worker, settings, tmp_path
 ):
     settings.MEDIA_ROOT = tmp_path / "media"
     prompts = prompts_version(team, member, n=4)
     run = run_create(team=team, user=member, name="tiny-evals", config=RUN_CONFIG, queue="cpu",
                      dataset_version=prompts)  # fmt: skip
-    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, 300, "the run to finish", celery_worker)
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, 300, "the run to finish", evals_worker)
     run.refresh_from_db()
     assert run.status == "succeeded", run.log_tail
     assert list(run.checkpoints.values_list("step", flat=True)) == [1, 2]
@@ -97,3 +112,47 @@ def test_evaluate_two_checkpoints_leaderboard_and_inspector(
     page.wait_for_url(re.compile(r"/evaluations/\d+/trajectories/\d+/$"))
     expect(page.locator(".turns .role-prompt")).to_contain_text(re.compile(r"What is \d \+ 2\?"))
     expect(page.locator(".turns .role-assistant").first).to_be_visible()
+
+
+def test_a_run_evaluating_through_jobs_draws_its_evaluation_panel(
+    page, login, member, team, evals_worker, settings, tmp_path
+):
+    """evaluation.runner: jobs on a real worker: the run's checkpoints at steps 1 and 2 are evaluated as jobs
+    (greedy and k = 2) while it trains, and the dashboard's Evaluation chart draws their series by step."""
+    from django.core.files.base import ContentFile
+
+    from workbench.datasets.services import dataset_upload_create
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    rows = "".join(f'{{"question": "What is {i} + 2?", "answer": "{i + 2}"}}\n' for i in range(8)).encode()
+    upload = dataset_upload_create(
+        team=team, user=member, name="with-eval", kind="prompts", file=ContentFile(rows, name="p.jsonl"),
+        eval_ratio=0.25, process_now=True,
+    )  # fmt: skip
+    evaluation = {"every_steps": 1, "pass_k": 2, "max_problems": 2, "runner": "jobs"}
+    config = {**RUN_CONFIG, "evaluation": evaluation}
+    run = run_create(
+        team=team, user=member, name="by-jobs", config=config, queue="cpu", dataset_version=upload.version
+    )
+
+    def done() -> bool:
+        finished = Evaluation.objects.filter(run=run, automatic=True, status__in=["succeeded", "failed"])
+        return Run.objects.get(pk=run.pk).is_finished and finished.count() == 4
+
+    wait_for(done, 300, "the run and its four evaluations", evals_worker)
+    evaluations = Evaluation.objects.filter(run=run).order_by("checkpoint__step", "mode")
+    assert [(e.checkpoint.step, e.mode, e.status) for e in evaluations] == [
+        (1, "greedy", "succeeded"), (1, "sampled", "succeeded"),
+        (2, "greedy", "succeeded"), (2, "sampled", "succeeded"),
+    ], [e.error for e in evaluations]  # fmt: skip
+
+    login(member)
+    page.goto(run.get_absolute_url())
+    chart = page.locator("#chart-eval")
+    expect(chart.locator(".main-svg").first).to_be_visible(timeout=60_000)
+    names = page.evaluate("document.getElementById('chart-eval').data.map((t) => t.name)")
+    assert {"eval/greedy/accuracy", "eval/sampled/pass@2"} <= set(names)
+    steps = page.evaluate(
+        "document.getElementById('chart-eval').data.find((t) => t.name === 'eval/sampled/pass@2').x"
+    )
+    assert list(steps) == [1, 2]
