@@ -46,7 +46,8 @@ class CheckpointMirror:
 
     def prune(self) -> None:
         """Delete the store's step checkpoints older than the newest `keep` (their rows stay, unreadable)."""
-        steps = [k for k in self.store.list_dirs(checkpoints_key(self.run_id)) if k.rsplit("/", 1)[1] != BEST]
+        keys = self.store.list_dirs(checkpoints_key(self.run_id))
+        steps = [key for key in keys if key.rsplit("/", 1)[1].startswith("step_")]
         for key in sorted(steps, key=_step_of)[: -self.keep]:
             self.store.delete(key)
 
@@ -62,12 +63,16 @@ class CheckpointMirror:
             self._best_seen = seen
 
     def fetch_best(self) -> None:
-        """A resumed attempt's run directory gets the store's best checkpoint too, when it has none."""
+        """A resumed attempt's run directory gets the store's best checkpoint too, when it has none (a
+        failure is logged: the run resumes without it)."""
         key = f"{checkpoints_key(self.run_id)}/{BEST}"
-        if not (self.local / BEST).exists() and self.store.exists(key):
-            self.store.get_dir(key, self.local / BEST)
-            stat = (self.local / BEST / STATE_FILE).stat()
-            self._best_seen = (stat.st_mtime_ns, stat.st_size)
+        try:
+            if not (self.local / BEST).exists() and self.store.exists(key):
+                self.store.get_dir(key, self.local / BEST)
+                stat = (self.local / BEST / STATE_FILE).stat()
+                self._best_seen = (stat.st_mtime_ns, stat.st_size)
+        except Exception:
+            logger.exception("run %s: could not fetch the best checkpoint from the store", self.run_id)
 
 
 def checkpoint_local(checkpoint: Checkpoint, *, run_dir: Path, store: ArtifactStore | None) -> Path | None:

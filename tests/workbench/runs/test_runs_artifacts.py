@@ -159,9 +159,11 @@ def resume_on_another_worker(run: Run, var_dirs) -> None:
     def train(config, *, sink, should_stop, resume_from=None):
         seen.update(resume_from=resume_from, output_dir=config.output_dir)
         if resume_from is None:
+            write_checkpoint(Path(config.output_dir), "best", "best")
             sink.log_checkpoint(3, write_checkpoint(Path(config.output_dir), "step_000003", "3"))
             raise SystemExit("the machine died")  # not an Exception: the attempt records nothing
         seen["state"] = files(Path(resume_from))["trainer_state.pt"]
+        seen["best"] = files(Path(config.output_dir) / "checkpoints" / "best")["trainer_state.pt"]
 
     a = var_dirs("a")
     with pytest.raises(SystemExit):
@@ -172,4 +174,4 @@ def resume_on_another_worker(run: Run, var_dirs) -> None:
     assert run_execute(run_id=run.pk, worker="w2", train=train) == RunStatus.SUCCEEDED
     assert seen["output_dir"] == str(b / "runs" / str(run.pk))
     assert seen["resume_from"] == str(b / "runs" / str(run.pk) / "checkpoints" / "step_000003")
-    assert seen["state"] == "state 3"
+    assert (seen["state"], seen["best"]) == ("state 3", "state best")
