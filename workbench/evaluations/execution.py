@@ -32,10 +32,13 @@ def evaluation_dir(evaluation: Evaluation) -> Path:
 
 
 @transaction.atomic
-def evaluation_claim(*, evaluation_id: int, worker: str) -> Evaluation | None:
-    """Mark a queued evaluation running; None when it is gone or another delivery has taken it."""
+def evaluation_claim(*, evaluation_id: int, worker: str, redelivered: bool = False) -> Evaluation | None:
+    """Mark a queued evaluation running; None when it is gone, finished, or another delivery has it. A
+    redelivered message (its worker died mid-evaluation: acks_late) takes a running one over and starts it
+    again; what it stores replaces what the lost attempt stored."""
     evaluation = Evaluation.objects.select_for_update().filter(pk=evaluation_id).first()
-    if evaluation is None or evaluation.status != EvaluationStatus.QUEUED:
+    takes_over = redelivered and evaluation is not None and evaluation.status == EvaluationStatus.RUNNING
+    if evaluation is None or (evaluation.status != EvaluationStatus.QUEUED and not takes_over):
         return None
     evaluation.status, evaluation.worker, evaluation.started_at = (
         EvaluationStatus.RUNNING,
@@ -113,9 +116,11 @@ def _finish(evaluation: Evaluation, status: str, **fields: Any) -> None:
     Evaluation.objects.filter(pk=evaluation.pk).update(status=status, finished_at=timezone.now(), **fields)
 
 
-def evaluation_execute(*, evaluation_id: int, worker: str, evaluate: Callable[..., Any]) -> str | None:
-    """Run one queued evaluation; returns its final status (None when there was nothing to do)."""
-    evaluation = evaluation_claim(evaluation_id=evaluation_id, worker=worker)
+def evaluation_execute(
+    *, evaluation_id: int, worker: str, evaluate: Callable[..., Any], redelivered: bool = False
+) -> str | None:
+    """Run one delivery of an evaluation; returns its final status (None when there was nothing to do)."""
+    evaluation = evaluation_claim(evaluation_id=evaluation_id, worker=worker, redelivered=redelivered)
     if evaluation is None:
         return None
     try:

@@ -216,3 +216,18 @@ def test_a_run_page_links_each_checkpoint_to_a_prefilled_evaluate_form(
     link = f"{reverse('evaluations:create')}?checkpoint={checkpoint.pk}"
     assert link in client_for(member).get(checkpoint.run.get_absolute_url()).content.decode()
     assert link not in client_for(viewer).get(checkpoint.run.get_absolute_url()).content.decode()
+
+
+def test_a_redelivered_evaluation_takes_over_the_lost_attempt(member, team, checkpoint, prompts):
+    evaluation = _create(team, member, checkpoint, prompts, max_problems=1)
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=EvaluationStatus.RUNNING, worker="dead")
+    assert evaluation_execute(evaluation_id=evaluation.pk, worker="w", evaluate=evaluate_config) is None
+    run = evaluation_execute(
+        evaluation_id=evaluation.pk, worker="w2", evaluate=evaluate_config, redelivered=True
+    )
+    evaluation.refresh_from_db()
+    assert run == "succeeded" and evaluation.worker == "w2" and evaluation.trajectories.count() == 2
+    finished = evaluation_execute(
+        evaluation_id=evaluation.pk, worker="w3", evaluate=evaluate_config, redelivered=True
+    )
+    assert finished is None  # a finished evaluation is never run again
