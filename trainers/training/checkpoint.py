@@ -104,8 +104,12 @@ def save_checkpoint(
     tokenizer: Any = None,
     value_head: nn.Module | None = None,
     extra: dict[str, Any] | None = None,
+    optimizer_state: dict[str, Any] | None = None,
 ) -> Path:
-    """Write everything needed to continue at `step`; trainer_state.pt last, so it marks completion."""
+    """Write everything needed to continue at `step`; trainer_state.pt last, so it marks completion.
+
+    `optimizer_state`: the plain `state_dict()` to save in place of `optimizer`'s (a data-parallel
+    engine consolidates its ranks' partitions into the single process's form)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(path)
@@ -115,7 +119,7 @@ def save_checkpoint(
         save_file({k: v.contiguous() for k, v in value_head.state_dict().items()}, path / VALUE_HEAD_FILE)
     state = {
         "step": step,
-        "optimizer": optimizer.state_dict() if optimizer is not None else None,
+        "optimizer": optimizer.state_dict() if optimizer is not None else optimizer_state,
         "scheduler": scheduler.state_dict() if scheduler is not None else None,
         "rng": rng_state(),
         "extra": extra or {},

@@ -47,11 +47,25 @@ def run_sft(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_argv(args: argparse.Namespace) -> list[str]:
+    argv = ["train", str(Path(args.config).resolve())]
+    if args.output_dir is not None:
+        argv += ["--output-dir", str(args.output_dir)]
+    if args.resume:
+        argv.append("--resume")
+    if args.threads:
+        argv += ["--threads", str(args.threads)]
+    return argv
+
+
 def run_train(args: argparse.Namespace) -> int:
     from trainers.training import run
     from trainers.training.checkpoint import latest_checkpoint
+    from trainers.training.engines import distributed_rank, launch
 
     config = _config(args)
+    if config.training.engine == "deepspeed" and distributed_rank() is None:
+        return launch(config.training.deepspeed.ranks, _train_argv(args))  # this command, on N ranks
     checkpoint = latest_checkpoint(config.output_dir) if args.resume else None
     stop = {"requested": False}
     # Ctrl-C or SIGTERM ends the current step cleanly and writes a checkpoint instead of losing the run.
@@ -64,5 +78,6 @@ def run_train(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    print(json.dumps(result.summary()))
+    if distributed_rank() in (None, 0):
+        print(json.dumps(result.summary()))
     return 0

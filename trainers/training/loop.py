@@ -26,12 +26,13 @@ from trainers.metrics.echo_trap import EchoTrapDetector
 from trainers.metrics.step_metrics import compute_step_metrics
 from trainers.rewards import RewardContext, RewardDefinition
 from trainers.rollout.engine import RolloutEngine
-from trainers.training.checkpoint import checkpoint_dir, load_checkpoint, save_checkpoint
+from trainers.training.checkpoint import checkpoint_dir
 from trainers.training.data import PromptSampler
+from trainers.training.engines import TrainingEngine
 from trainers.training.evaluate import Evaluator
 from trainers.training.policy import ValueHead, collate, forward_policy
 from trainers.training.sinks import Sink
-from trainers.training.update import UpdateInputs, UpdateSettings, ppo_update
+from trainers.training.update import UpdateInputs, UpdateSettings
 from trainers.trajectory import Trajectory
 
 
@@ -84,8 +85,11 @@ class Trainer:
         value_head: ValueHead | None = None,
         detector: EchoTrapDetector | None = None,
         should_stop: Callable[[], bool] | None = None,
+        training_engine: TrainingEngine | None = None,
     ) -> None:
+        """`engine` rolls out; `training_engine` updates and checkpoints (this process alone by default)."""
         self.model, self.tokenizer, self.engine = model, tokenizer, engine
+        self.training_engine = training_engine or TrainingEngine(model, optimizer, value_head)
         self.reward, self.estimator, self.loss_config, self.update = reward, estimator, loss_config, update
         self.optimizer, self.scheduler, self.sampler, self.settings = optimizer, scheduler, sampler, settings
         self.sink, self.run_dir, self.filters = sink, Path(run_dir), list(filters)
@@ -104,7 +108,8 @@ class Trainer:
         if self.settings.eval_at_start and self.step == 0:
             self.evaluate()
         while self.step < self.settings.steps:
-            if self.should_stop is not None and self.should_stop():
+            # every rank stops at the same step (a data-parallel group's ranks may see the request apart)
+            if self.training_engine.any(self.should_stop is not None and self.should_stop()):
                 stopped = True
                 break
             self.step += 1
@@ -123,6 +128,7 @@ class Trainer:
 
     def after_step(self, metrics: dict[str, float]) -> bool:
         """Log, detect collapse, evaluate and checkpoint on schedule; True when the run must stop."""
+        metrics = self.training_engine.broadcast(metrics)  # rank 0's timings: every rank decides alike
         self.sink.log_metrics(self.step, metrics)
         stop = False
         if self.detector is not None:
@@ -177,9 +183,13 @@ class Trainer:
         rows = [{**row, "id": f"{step}.{round_}.{i}:{row.get('id', i)}"} for i, row in enumerate(rows)]
         seed = self.settings.seed * 1_000_003 + step * 101 + round_
         self._rows = {row["id"]: (row, seed) for row in rows} | (self._rows if round_ else {})
-        trajectories = self.engine.run(rows, self.settings.samples_per_prompt, seed=seed)
+        # data parallel: each rank samples its share of the rows (per-row seeds: the same trajectories)
+        with self.training_engine.full_weights():
+            trajectories = self.engine.run(
+                self.training_engine.share(rows), self.settings.samples_per_prompt, seed=seed
+            )
         self.reward.compute(trajectories, self.reward_context(step))
-        return trajectories
+        return self.training_engine.gather(trajectories)
 
     def reward_context(self, step: int) -> RewardContext:
         """What rewards see of the run, the same for sampled and greedy (ReMax) rollouts."""
@@ -226,8 +236,9 @@ class Trainer:
         self.engine.sampling = SamplingParams(temperature=0.0)
         greedy: list[Trajectory] = []
         try:
-            for seed, rows in by_seed.items():  # one seed per refill round
-                greedy += self.engine.run(list(rows.values()), 1, seed=seed)
+            with self.training_engine.full_weights():
+                for seed, rows in by_seed.items():  # one seed per refill round
+                    greedy += self.engine.run(list(rows.values()), 1, seed=seed)
         finally:
             self.engine.sampling = saved
         self.reward.compute(greedy, self.reward_context(step))
@@ -274,10 +285,9 @@ class Trainer:
         write_advantages(trajectories, result)
         inputs = UpdateInputs(batch, result.advantages, old, ref_logprobs, result.returns)
         generator = torch.Generator().manual_seed(self.settings.seed * 7919 + self.step)
-        stats = ppo_update(
-            self.model, self.optimizer, inputs, loss_config=self.loss_config, settings=self.update,
-            value_head=self.value_head, generator=generator,
-        )  # fmt: skip
+        stats = self.training_engine.update(
+            inputs, loss_config=self.loss_config, settings=self.update, generator=generator
+        )
         stats[keys.ADVANTAGE_MEAN_ABS] = float(
             (result.advantages.abs() * batch.response_mask).sum() / batch.response_mask.sum().clamp(min=1)
         )
@@ -286,7 +296,8 @@ class Trainer:
     # --- evaluation and checkpoints --------------------------------------------------------------
     def evaluate(self) -> dict[str, float]:
         assert self.evaluator is not None
-        results = self.evaluator.run(seed=self.settings.seed + self.step)
+        with self.training_engine.full_weights():
+            results = self.evaluator.run(seed=self.settings.seed + self.step)
         self.sink.log_eval(self.step, results)
         key = self.settings.keep_best
         if key is not None and key in results and results[key] > self.best.get(key, float("-inf")):
@@ -305,16 +316,16 @@ class Trainer:
         }
 
     def save(self, path: Path) -> Path:
-        return save_checkpoint(
-            path, step=self.step, model=self.model, optimizer=self.optimizer, scheduler=self.scheduler,
-            tokenizer=self.tokenizer, value_head=self.value_head, extra=self.extra_state(),
-        )  # fmt: skip
+        return self.training_engine.save(
+            path, step=self.step, scheduler=self.scheduler, tokenizer=self.tokenizer, extra=self.extra_state()
+        )
 
     def checkpoint(self) -> Path:
         path = self.save(checkpoint_dir(self.run_dir, self.step))
         self._checkpointed = self.step
         self.sink.log_checkpoint(self.step, path)
-        self.prune_checkpoints()
+        if self.training_engine.is_logger:
+            self.prune_checkpoints()
         return path
 
     def prune_checkpoints(self) -> None:
@@ -324,13 +335,7 @@ class Trainer:
 
     def resume(self, path: str | Path) -> None:
         """Continue from a checkpoint: weights, optimiser, scheduler, RNGs, sampler and detector state."""
-        resumed = load_checkpoint(
-            path,
-            model=self.model,
-            optimizer=self.optimizer,
-            scheduler=self.scheduler,
-            value_head=self.value_head,
-        )
+        resumed = self.training_engine.load(Path(path), scheduler=self.scheduler)
         self.step = resumed.step
         extra = resumed.extra
         self.sampler.load_state_dict(extra["sampler"])

@@ -77,15 +77,19 @@ def run_config(
     workers a `rollout.backend: remote` config sends its rollouts to (the workbench's rollout queue).
     """
     from trainers.training.build import build_trainer, load_config_policy
+    from trainers.training.engines import NullSink, rank_zero_first
     from trainers.training.sft import sft_stage
     from trainers.training.sinks import RunDirSink
 
     run_dir = Path(config.output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if model is None:
-        model, tokenizer = load_config_policy(config)
-    elif tokenizer is None:
-        raise ValueError("a live model needs its tokenizer")
+    with rank_zero_first(config):  # the DeepSpeed engine joins its group; rank 0 builds the tiny model
+        if model is None:
+            model, tokenizer = load_config_policy(config)
+        elif tokenizer is None:
+            raise ValueError("a live model needs its tokenizer")
+    if config.training.engine == "deepspeed" and not _rank_zero():
+        sink = NullSink()  # rank 0 logs the whole batch
     sink = sink or RunDirSink(run_dir)
     sft = None
     if config.sft is not None and resume_from is None:
@@ -95,7 +99,15 @@ def run_config(
     )
     if resume_from is not None:
         trainer.resume(resume_from)
-    return RunResult(trainer.train(), run_dir, sft)
+    result = trainer.train()
+    trainer.training_engine.close()  # a failed collective raised above: no barrier to hang in
+    return RunResult(result, run_dir, sft)
+
+
+def _rank_zero() -> bool:
+    import torch.distributed as dist
+
+    return not dist.is_initialized() or dist.get_rank() == 0
 
 
 def run_sft_only(config: RunConfig) -> tuple[SFTResult, Path]:

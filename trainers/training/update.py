@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -97,17 +99,91 @@ def _micro_loss(
     return loss, stats
 
 
+_MICRO_COUNT = "__micro_batches__"
+
+
+class Stepper(Protocol):
+    """How an update applies gradients: the single process's clip-and-step, or a data-parallel engine's."""
+
+    def backward(self, loss: torch.Tensor, *, last: bool) -> None:
+        """Accumulate the gradient of one micro-batch's loss (already normalised by the minibatch);
+        `last`: the minibatch's last micro-batch (a data-parallel engine reduces gradients then)."""
+
+    def step(self) -> float:
+        """Clip, take the optimiser step and clear the gradients; returns the global grad norm."""
+
+
+@dataclass
+class LocalStepper:
+    """The single-process optimiser step: `clip_grad_norm_` over `params`, then the optimiser."""
+
+    params: list[nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    grad_clip: float | None
+
+    def backward(self, loss: torch.Tensor, *, last: bool) -> None:
+        loss.backward()
+
+    def step(self) -> float:
+        clip = self.grad_clip if self.grad_clip is not None else float("inf")
+        norm = float(torch.nn.utils.clip_grad_norm_(self.params, clip))
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return norm
+
+
+@dataclass(frozen=True)
+class Shard:
+    """This process's part of every minibatch: rank `rank` of `world` data-parallel ranks.
+
+    Each minibatch is split into `world` contiguous shards and each shard into the same number of
+    micro-batches on every rank (ZeRO-3 gathers parameters in every forward, so ranks must run as
+    many); a rank whose micro-batch is empty runs a zero loss. `micro_batch_size` bounds a
+    micro-batch's trajectories (memory); None = `grad_accumulation` micro-batches per minibatch.
+    """
+
+    rank: int = 0
+    world: int = 1
+    micro_batch_size: int | None = None
+
+    def micro_batches(self, minibatch: torch.Tensor, grad_accumulation: int) -> list[torch.Tensor]:
+        per_rank = -(-len(minibatch) // self.world)
+        if self.micro_batch_size is not None:
+            count = -(-per_rank // self.micro_batch_size)
+        else:
+            count = min(grad_accumulation, per_rank)
+        return list(minibatch.tensor_split(self.world)[self.rank].tensor_split(max(1, count)))
+
+
+def _zero_loss(model: nn.Module, inputs: UpdateInputs, value_head: ValueHead | None) -> torch.Tensor:
+    """A loss of exactly 0 through every parameter: an empty micro-batch still joins the collectives."""
+    out = model(input_ids=inputs.batch.input_ids[:1, :1], output_hidden_states=value_head is not None)
+    loss = out.logits.sum() * 0.0
+    if value_head is not None:
+        loss = loss + value_head(out.hidden_states[-1]).sum() * 0.0
+    return loss
+
+
 def ppo_update(
     model: nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: torch.optim.Optimizer | None,
     inputs: UpdateInputs,
     *,
     loss_config: PolicyLossConfig,
     settings: UpdateSettings,
     value_head: ValueHead | None = None,
     generator: torch.Generator | None = None,
+    stepper: Stepper | None = None,
+    shard: Shard = Shard(),
+    sum_ranks: Callable[[dict[str, float]], dict[str, float]] | None = None,
 ) -> dict[str, float]:
-    """Run the epochs; returns the loss statistics averaged over micro-batches, and the mean grad norm."""
+    """Run the epochs; returns the loss statistics averaged over micro-batches, and the mean grad norm.
+
+    Data parallel: every rank passes the whole batch, the same `generator` and its `shard`; the
+    `stepper` averages gradients over ranks, so each micro-batch loss is scaled by the world size (the
+    counts are the whole minibatch's: the sum over ranks is the single process's gradient exactly).
+    `sum_ranks` adds up the ranks' statistics, so every rank reports the whole batch's.
+    """
     size = inputs.batch.size
     # seq_mean_token_sum: one constant for every micro-batch. A run built from a config passes its
     # generation budget (Dr. GRPO's constant); this fallback, the step's width, varies between steps.
@@ -115,9 +191,13 @@ def ppo_update(
         loss_config = dataclasses.replace(
             loss_config, norm_constant=float(inputs.batch.response_ids.shape[1])
         )
-    params = [p for p in model.parameters() if p.requires_grad]
-    if value_head is not None:
-        params += list(value_head.parameters())
+    if stepper is None:
+        if optimizer is None:
+            raise ValueError("ppo_update needs an optimizer or a stepper")
+        params = [p for p in model.parameters() if p.requires_grad]
+        if value_head is not None:
+            params += list(value_head.parameters())
+        stepper = LocalStepper(params, optimizer, settings.grad_clip)
     totals: dict[str, float] = defaultdict(float)
     micro_count, norms = 0, []
     model.train()
@@ -129,20 +209,25 @@ def ppo_update(
                 "token_count": float(mask.sum().clamp(min=1)),
                 "seq_count": float((mask.sum(1) > 0).sum().clamp(min=1)),
             }
-            for micro in mb.tensor_split(min(settings.grad_accumulation, len(mb))):
+            micros = shard.micro_batches(mb, settings.grad_accumulation)
+            for i, micro in enumerate(micros):
+                last = i == len(micros) - 1
+                if not len(micro):
+                    stepper.backward(_zero_loss(model, inputs, value_head), last=last)
+                    continue
                 loss, stats = _micro_loss(
                     model, inputs, micro, loss_config=loss_config, settings=settings,
                     value_head=value_head, counts=counts,
                 )  # fmt: skip
-                loss.backward()
+                stepper.backward(loss * shard.world if shard.world > 1 else loss, last=last)
                 for key, value in stats.items():
                     totals[key] += value
                 micro_count += 1
-            clip = settings.grad_clip if settings.grad_clip is not None else float("inf")
-            norms.append(float(torch.nn.utils.clip_grad_norm_(params, clip)))
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            norms.append(stepper.step())
     model.eval()
+    if sum_ranks is not None:
+        totals = defaultdict(float, sum_ranks({**totals, _MICRO_COUNT: float(micro_count)}))
+        micro_count = int(round(totals.pop(_MICRO_COUNT, 0.0)))
     out = {key: value / max(1, micro_count) for key, value in totals.items()}
     # token_mean losses of micro-batches add up to the minibatch loss; report that sum per minibatch
     for key in (keys.LOSS_POLICY, keys.LOSS_TOTAL, keys.LOSS_VALUE):

@@ -1,0 +1,173 @@
+"""Training engines: who runs the update, writes checkpoints and speaks for the run (one loop, two engines).
+
+The `Trainer` runs the same loop on every rank; what differs between one process and a data-parallel
+group lives here. `TrainingEngine` is the single process (the default): every method is the identity
+or the plain optimiser step. `DeepSpeedEngine` (`trainers.training.engines.zero`, which alone imports
+deepspeed) shards each step's prompts over ranks, gathers the trajectories and trains with ZeRO.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import torch
+from torch import nn
+
+from trainers.losses.objective import PolicyLossConfig
+from trainers.training.checkpoint import Resumed, load_checkpoint, save_checkpoint
+from trainers.training.sinks import Sink
+from trainers.training.update import UpdateInputs, UpdateSettings, ppo_update
+
+if TYPE_CHECKING:
+    from trainers.config.schema import RunConfig
+    from trainers.training.policy import ValueHead
+
+T = TypeVar("T")
+
+
+class TrainingEngine:
+    """The single-process engine: this process rolls out, trains, logs and checkpoints everything."""
+
+    rank = 0
+    world = 1
+
+    def __init__(
+        self, model: nn.Module, optimizer: torch.optim.Optimizer, value_head: ValueHead | None = None
+    ) -> None:
+        self.model, self.optimizer, self.value_head = model, optimizer, value_head
+
+    @property
+    def is_logger(self) -> bool:
+        """True on the rank that logs metrics and trajectories and writes checkpoints (rank 0)."""
+        return self.rank == 0
+
+    # --- data parallel: the identity on one process ----------------------------------------------
+    def share(self, items: Sequence[T]) -> list[T]:
+        """This rank's contiguous share of `items`; shares in rank order concatenate to `items`."""
+        n = len(items)
+        return list(items[self.rank * n // self.world : (self.rank + 1) * n // self.world])
+
+    def gather(self, items: list[T]) -> list[T]:
+        """Every rank's `items` concatenated in rank order, on every rank."""
+        return items
+
+    def broadcast(self, value: T) -> T:
+        """Rank 0's `value` on every rank (so decisions made from it agree)."""
+        return value
+
+    def any(self, flag: bool) -> bool:
+        """True on every rank when `flag` is true on some rank (a stop request, say)."""
+        return flag
+
+    def full_weights(self) -> contextlib.AbstractContextManager[None]:
+        """A context in which every parameter is whole on this rank (ZeRO-3 gathers them): rollouts."""
+        return contextlib.nullcontext()
+
+    # --- update and checkpoints ------------------------------------------------------------------
+    def update(
+        self,
+        inputs: UpdateInputs,
+        *,
+        loss_config: PolicyLossConfig,
+        settings: UpdateSettings,
+        generator: torch.Generator,
+    ) -> dict[str, float]:
+        return ppo_update(
+            self.model, self.optimizer, inputs, loss_config=loss_config, settings=settings,
+            value_head=self.value_head, generator=generator,
+        )  # fmt: skip
+
+    def save(self, path: Path, *, step: int, scheduler: Any, tokenizer: Any, extra: dict[str, Any]) -> Path:
+        return save_checkpoint(
+            path, step=step, model=self.model, optimizer=self.optimizer, scheduler=scheduler,
+            tokenizer=tokenizer, value_head=self.value_head, extra=extra,
+        )  # fmt: skip
+
+    def load(self, path: Path, *, scheduler: Any) -> Resumed:
+        return load_checkpoint(
+            path, model=self.model, optimizer=self.optimizer, scheduler=scheduler, value_head=self.value_head
+        )
+
+    def close(self) -> None:
+        """Release the process group (nothing on one process)."""
+
+
+class NullSink(Sink):
+    """What ranks other than 0 log to: nothing (rank 0 logs the whole batch)."""
+
+    def log_metrics(self, step: int, metrics: dict[str, float]) -> None:
+        pass
+
+    def log_trajectories(self, step: int, trajectories: Sequence[Any]) -> None:
+        pass
+
+    def log_eval(self, step: int, results: dict[str, float]) -> None:
+        pass
+
+    def log_checkpoint(self, step: int, path: Path) -> None:
+        pass
+
+    def log_alerts(self, alerts: Sequence[Any]) -> None:
+        pass
+
+    def log_sft(self, step: int, metrics: dict[str, float]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def distributed_rank() -> int | None:
+    """This process's rank when a launcher (torchrun) started it as part of a group, else None."""
+    return int(os.environ["RANK"]) if "RANK" in os.environ and "WORLD_SIZE" in os.environ else None
+
+
+def torchrun_command(ranks: int, module_args: Sequence[str]) -> list[str]:
+    """The command that runs `python -m trainers <module_args>` as `ranks` processes on this machine
+    (a standalone rendezvous on a free port); several machines: see deploy/README."""
+    return [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
+        "-m", "trainers", *module_args,
+    ]  # fmt: skip
+
+
+def launch(ranks: int, module_args: Sequence[str]) -> int:
+    """Run the command under torchrun and wait; its exit status (non-zero when any rank failed)."""
+    return subprocess.call(torchrun_command(ranks, module_args))
+
+
+@contextlib.contextmanager
+def rank_zero_first(config: RunConfig) -> Iterator[None]:
+    """Rank 0 runs the block before the others (it builds the tiny model once, they then load it)."""
+    if config.training.engine != "deepspeed":
+        yield
+        return
+    from trainers.training.engines.zero import init_distributed
+
+    init_distributed(config.training.deepspeed)
+    import torch.distributed as dist
+
+    if dist.get_rank() != 0:
+        dist.barrier()
+    yield
+    if dist.get_rank() == 0:
+        dist.barrier()
+
+
+def make_engine(
+    config: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, value_head: ValueHead | None
+) -> TrainingEngine:
+    """The config's engine (`training.engine`); deepspeed is imported only when it is the DeepSpeed one."""
+    if config.training.engine == "local":
+        return TrainingEngine(model, optimizer, value_head)
+    from trainers.training.engines.zero import DeepSpeedEngine
+
+    return DeepSpeedEngine(
+        model, optimizer, value_head, config.training.deepspeed, grad_clip=config.optimizer.grad_clip
+    )

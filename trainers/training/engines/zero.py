@@ -1,0 +1,316 @@
+"""The DeepSpeed engine: the update on a data-parallel group with ZeRO stage 2 or 3.
+
+Every rank holds the whole batch's trajectories (gathered after each rank rolled out its share of the
+prompts), computes the same advantages and shuffles with the same generator; each trains its shard of
+every minibatch, with loss normalisers counted over the whole minibatch. DeepSpeed averages gradients
+over ranks, so each micro-batch loss is scaled by the world size: the reduced gradient is the single
+process's (up to the order of float additions).
+
+Checkpoints are the single-process format: weights with `save_pretrained` (ZeRO-3 gathers them first),
+and the AdamW state consolidated from the ranks' partitions into a plain `torch.optim.AdamW`
+state_dict, so either engine resumes the other's checkpoint exactly. Only this module imports deepspeed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from trainers.losses.objective import PolicyLossConfig
+from trainers.training.checkpoint import (
+    Resumed,
+    load_model_weights,
+    load_trainer_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from trainers.training.engines import TrainingEngine
+from trainers.training.update import Shard, UpdateInputs, UpdateSettings, ppo_update
+
+if TYPE_CHECKING:
+    from trainers.config.sections import DeepSpeedConfig
+    from trainers.training.policy import ValueHead
+
+T = TypeVar("T")
+
+ADAM_STATE = ("exp_avg", "exp_avg_sq")
+
+
+def init_distributed(config: DeepSpeedConfig) -> None:
+    """Join the launcher's process group once (gloo on CPU, NCCL on CUDA) with the config's timeout."""
+    if dist.is_available() and dist.is_initialized():
+        return
+    if "RANK" not in os.environ:
+        raise RuntimeError(
+            "training.engine deepspeed runs under a launcher: python -m trainers train starts torchrun"
+            " itself, or run torchrun --nproc_per_node N -m trainers train CONFIG"
+        )
+    os.environ.setdefault("DS_BUILD_OPS", "0")
+    import importlib
+
+    import deepspeed
+
+    # DeepSpeed JIT-compiles a shared-memory all-reduce for inference on CPU at its first init (a minute
+    # of C++ build per machine); training reduces through gloo or NCCL, so it is not built.
+    importlib.import_module("deepspeed.comm.torch").build_shm_op = lambda: None
+
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    deepspeed.init_distributed(
+        dist_backend="nccl" if cuda else "gloo", timeout=timedelta(seconds=config.timeout_s)
+    )
+
+
+class _WithValueHead(nn.Module):
+    """PPO: the policy and its value head as one module, so ZeRO shards and steps both."""
+
+    def __init__(self, policy: nn.Module, value_head: nn.Module) -> None:
+        super().__init__()
+        self.policy, self.value_head = policy, value_head
+
+
+class _Stepper:
+    """ppo_update's optimiser step through the DeepSpeed engine (gradient reduction, clipping, step)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    def backward(self, loss: torch.Tensor, *, last: bool) -> None:
+        self.engine.set_gradient_accumulation_boundary(last)
+        self.engine.backward(loss, scale_wrt_gas=False)
+
+    def step(self) -> float:
+        self.engine.step()
+        norm = self.engine.get_global_grad_norm()
+        return float(norm) if norm is not None else 0.0
+
+
+class DeepSpeedEngine(TrainingEngine):
+    """ZeRO stage 2 or 3 over the launcher's process group; the client AdamW steps the flat partitions."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        value_head: ValueHead | None,
+        config: DeepSpeedConfig,
+        *,
+        grad_clip: float | None,
+    ) -> None:
+        super().__init__(model, optimizer, value_head)
+        init_distributed(config)
+        import deepspeed
+
+        self.config = config
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        if config.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+        module = model if value_head is None else _WithValueHead(model, value_head)
+        # the optimiser's parameters in its own order: the plain state_dict's indices
+        self.params = [p for group in optimizer.param_groups for p in group["params"]]
+        zero: dict[str, Any] = {"stage": config.stage}
+        if config.offload_optimizer:
+            zero["offload_optimizer"] = {"device": "cpu"}
+        ds_config = {
+            "train_micro_batch_size_per_gpu": 1,  # the update splits batches itself (Shard)
+            "gradient_accumulation_steps": 1,
+            "gradient_clipping": grad_clip or 0.0,
+            "zero_optimization": zero,
+            "bf16": {"enabled": config.bf16},
+            "zero_allow_untested_optimizer": True,  # the run's fused torch AdamW, not DeepSpeed's Adam
+            "zero_force_ds_cpu_optimizer": False,
+            "steps_per_print": 2**62,
+        }
+        self.ds, *_ = deepspeed.initialize(model=module, optimizer=optimizer, config=ds_config)
+        self.zero = self.ds.optimizer
+        self.stepper = _Stepper(self.ds)
+
+    # --- data parallel ---------------------------------------------------------------------------
+    def gather(self, items: list[T]) -> list[T]:
+        out: list[list[T] | None] = [None] * self.world
+        dist.all_gather_object(out, items)
+        return [item for part in out for item in (part or [])]
+
+    def broadcast(self, value: T) -> T:
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def any(self, flag: bool) -> bool:
+        t = torch.tensor([1.0 if flag else 0.0], device=self._device())
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item() > 0)
+
+    def full_weights(self) -> contextlib.AbstractContextManager[None]:
+        if self.config.stage != 3:
+            return contextlib.nullcontext()  # ZeRO-2 keeps every parameter whole on every rank
+        # ZeRO-3: gather every parameter once and lift the fetch hooks, so ranks generating different
+        # numbers of tokens run no collectives (the hooks would all-gather in every forward)
+        from deepspeed.runtime.zero.stage3 import unwrap_model_for_generation
+
+        return unwrap_model_for_generation(self.ds)
+
+    def _whole_parameters(self) -> contextlib.AbstractContextManager[Any]:
+        """ZeRO-3: the module's parameters gathered (read-only) for saving; a no-op below stage 3."""
+        if self.config.stage != 3:
+            return contextlib.nullcontext()
+        import deepspeed
+
+        return deepspeed.zero.GatheredParameters(list(self.ds.module.parameters()), modifier_rank=None)
+
+    def _device(self) -> torch.device:
+        return (
+            torch.device("cuda", torch.cuda.current_device())
+            if torch.cuda.is_available()
+            else torch.device("cpu")
+        )
+
+    def _sum_ranks(self, totals: dict[str, float]) -> dict[str, float]:
+        summed: dict[str, float] = {}
+        for part in self.gather([totals]):
+            for key, value in part.items():
+                summed[key] = summed.get(key, 0.0) + value
+        return summed
+
+    # --- update ----------------------------------------------------------------------------------
+    def update(
+        self,
+        inputs: UpdateInputs,
+        *,
+        loss_config: PolicyLossConfig,
+        settings: UpdateSettings,
+        generator: torch.Generator,
+    ) -> dict[str, float]:
+        shard = Shard(self.rank, self.world, self.config.micro_batch_size)
+        return ppo_update(
+            self.model, None, inputs, loss_config=loss_config, settings=settings, value_head=self.value_head,
+            generator=generator, stepper=self.stepper, shard=shard, sum_ranks=self._sum_ranks,
+        )  # fmt: skip
+
+    # --- the optimiser state as a plain AdamW state_dict ---------------------------------------
+    def _groups(self) -> list[tuple[list[nn.Parameter], torch.Tensor]]:
+        """ZeRO-1/2: each group's parameters in flattening order and this rank's fp32 partition."""
+        return list(
+            zip(self.zero.round_robin_bit16_groups, self.zero.single_partition_of_fp32_groups, strict=True)
+        )
+
+    def _full(self, part: torch.Tensor) -> torch.Tensor:
+        parts = [torch.empty_like(part) for _ in range(self.world)]
+        dist.all_gather(parts, part.contiguous())
+        return torch.cat(parts)
+
+    def _zero3_state(self) -> dict[int, dict[str, torch.Tensor]]:
+        """ZeRO-3: each parameter's AdamW state gathered from its partitions (collective)."""
+        from deepspeed.utils import safe_get_full_optimizer_state
+
+        state: dict[int, dict[str, torch.Tensor]] = {}
+        held = [s for s in self.zero.optimizer.state.values() if "step" in s]
+        if not held:
+            return state  # before the first step
+        for i, p in enumerate(self.params):
+            entry = {key: safe_get_full_optimizer_state(p, key) for key in ADAM_STATE}
+            state[i] = {k: v.detach().cpu().clone().view(p.ds_shape) for k, v in entry.items()}
+            state[i]["step"] = held[0]["step"].detach().cpu().clone()
+        return state
+
+    def optimizer_state(self) -> dict[str, Any]:
+        """The AdamW state the single process would hold (collective: every rank calls it)."""
+        index = {id(p): i for i, p in enumerate(self.params)}
+        inner = self.zero.optimizer
+        state: dict[int, dict[str, torch.Tensor]] = {}
+        for params, partition in [] if self.config.stage == 3 else self._groups():
+            held = inner.state.get(partition, {})
+            for key in ADAM_STATE:
+                if key not in held:
+                    continue
+                full, offset = self._full(held[key]).cpu(), 0
+                for p in params:
+                    state.setdefault(index[id(p)], {})[key] = (
+                        full[offset : offset + p.numel()].view_as(p).clone()
+                    )
+                    offset += p.numel()
+            if "step" in held:
+                for p in params:
+                    state[index[id(p)]]["step"] = held["step"].detach().cpu().clone()
+        if self.config.stage == 3:
+            state = self._zero3_state()
+        groups, start = [], 0
+        for group in self.optimizer.param_groups:
+            count = len(group["params"])
+            groups.append(
+                {
+                    **{k: v for k, v in group.items() if k != "params"},
+                    "params": list(range(start, start + count)),
+                }
+            )
+            start += count
+        return {"state": state, "param_groups": groups}
+
+    def load_optimizer_state(self, saved: dict[str, Any]) -> None:
+        """Scatter a plain AdamW state_dict (either engine's) into this rank's partitions."""
+        index = {id(p): i for i, p in enumerate(self.params)}
+        inner = self.zero.optimizer
+        for group, plain in zip(self.optimizer.param_groups, saved["param_groups"], strict=True):
+            group.update({k: v for k, v in plain.items() if k != "params"})
+        for params, partition in self._groups():
+            entries = [saved["state"].get(index[id(p)]) for p in params]
+            if not all(entries):
+                continue  # saved before the first step: nothing to restore
+            held: dict[str, torch.Tensor] = {}
+            size = partition.numel()
+            for key in ADAM_STATE:
+                flat = torch.cat([e[key].reshape(-1).to(partition.dtype) for e in entries])
+                flat = torch.nn.functional.pad(flat, (0, size * self.world - flat.numel()))
+                held[key] = flat[self.rank * size : (self.rank + 1) * size].to(partition.device).clone()
+            held["step"] = entries[0]["step"].to(partition.device)
+            inner.state[partition] = held
+
+    # --- checkpoints -----------------------------------------------------------------------------
+    def save(self, path: Path, *, step: int, scheduler: Any, tokenizer: Any, extra: dict[str, Any]) -> Path:
+        optimizer = self.optimizer_state()
+        with self._whole_parameters():
+            if self.rank == 0:
+                save_checkpoint(
+                    path, step=step, model=self.model, optimizer_state=optimizer, scheduler=scheduler,
+                    tokenizer=tokenizer, value_head=self.value_head, extra=extra,
+                )  # fmt: skip
+        dist.barrier()  # every rank returns once the checkpoint is complete
+        return path
+
+    def load(self, path: Path, *, scheduler: Any) -> Resumed:
+        """Weights into the module and the fp32 master partitions, then the optimiser, scheduler, RNGs."""
+        from safetensors.torch import load_file
+
+        from trainers.training.checkpoint import VALUE_HEAD_FILE
+
+        if self.config.stage == 3:
+            raise NotImplementedError(
+                "resuming under ZeRO-3 is not supported yet: resume the checkpoint with stage 2 or the local"
+                " engine (the checkpoint itself is the plain single-process format)"
+            )
+        path = Path(path)
+        load_model_weights(self.model, path)
+        if self.value_head is not None:
+            self.value_head.load_state_dict(load_file(path / VALUE_HEAD_FILE))
+        for g, partition in enumerate(self.zero.single_partition_of_fp32_groups):
+            partition.data.copy_(self.zero.parallel_partitioned_bit16_groups[g][self.rank].data)
+        state = load_trainer_state(path)
+        if state["optimizer"] is not None:
+            self.load_optimizer_state(state["optimizer"])
+        if scheduler is not None and state["scheduler"] is not None:
+            scheduler.load_state_dict(state["scheduler"])
+        set_rng_state(state["rng"])
+        return Resumed(step=state["step"], extra=state["extra"])
+
+    def close(self) -> None:
+        if dist.is_initialized():
+            dist.barrier()
+            dist.destroy_process_group()
