@@ -107,13 +107,22 @@ def leaderboard(request, version_pk: int):
     return render(request, "evaluations/leaderboard.html", context)
 
 
+def _cell(value):
+    """A CSV cell; text a spreadsheet would run as a formula (a name starting =, +, -, @) is quoted with '."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
 def _csv(version, rows, columns) -> HttpResponse:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["evaluation_id", *(column.key for column in columns)])
     for row in rows:
         values = [column.value(row) for column in columns]
-        writer.writerow([row.pk, *("" if value is None else value for value in values)])
+        writer.writerow([row.pk, *(_cell(value) for value in values)])
     response = HttpResponse(buffer.getvalue(), content_type="text/csv")
     name = f"leaderboard-{version.item.name}-v{version.number}.csv".replace('"', "")
     response["Content-Disposition"] = f'attachment; filename="{name}"'

@@ -231,3 +231,13 @@ def test_a_redelivered_evaluation_takes_over_the_lost_attempt(member, team, chec
         evaluation_id=evaluation.pk, worker="w3", evaluate=evaluate_config, redelivered=True
     )
     assert finished is None  # a finished evaluation is never run again
+
+
+def test_leaderboard_csv_quotes_names_a_spreadsheet_would_run(client_for, member, team, checkpoint, prompts):
+    evaluation = _finished(team, member, checkpoint, prompts, accuracy=0.5, reward_mean=-0.25)
+    Evaluation.objects.filter(pk=evaluation.pk).update(name='=HYPERLINK("http://x")')
+    response = client_for(member).get(
+        reverse("evaluations:leaderboard", args=[prompts.pk]), {"format": "csv"}
+    )
+    row = next(csv.DictReader(io.StringIO(response.content.decode())))
+    assert row["name"] == '\'=HYPERLINK("http://x")' and float(row["reward"]) == -0.25
