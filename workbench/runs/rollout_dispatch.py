@@ -16,7 +16,13 @@ from celery import states
 from celery.result import AsyncResult
 from django.conf import settings
 
-from trainers.workbench_api import ArtifactStore, JobFailed, JobResult, ResubmittingDispatcher, RolloutJob
+from trainers.workbench_api import (
+    ArtifactStore,
+    JobFailed,
+    JobResult,
+    ResubmittingDispatcher,
+    RolloutJob,
+)
 from workbench.jobs.selectors import workers_online
 
 ROLLOUT_TASK = "workbench.runs.tasks.rollout_chunk"
@@ -26,6 +32,11 @@ ROLLOUT_QUEUE = "rollout"
 def rollout_weights_url(run_id: int) -> str:
     """Where a run's published weights live: under the artifact store every worker reads."""
     return ArtifactStore.from_url(settings.ARTIFACTS_URL).url_of(f"runs/{run_id}/rollout")
+
+
+def rollout_weights_delete(run_id: int) -> None:
+    """Drop a finished run's published weights (a resumed attempt publishes its own again)."""
+    ArtifactStore.from_url(settings.ARTIFACTS_URL).delete(f"runs/{run_id}/rollout")
 
 
 class CeleryDispatcher(ResubmittingDispatcher):
@@ -38,6 +49,7 @@ class CeleryDispatcher(ResubmittingDispatcher):
         self.run_key, self.weights_url, self.queue = run_key, weights_url, queue
         self._live: set[str] = set()
         self._live_at = -float("inf")
+        self._expires = 3600.0  # seconds after sending when a job not yet started is discarded
 
     def live_hostnames(self) -> set[str]:
         if time.monotonic() - self._live_at >= self.workers_every_s:
@@ -54,14 +66,18 @@ class CeleryDispatcher(ResubmittingDispatcher):
 
         if not current_app.conf.result_backend:
             raise RuntimeError("remote rollouts need Celery's result backend (REDIS_URL)")
+        self._expires = timeout_s * self.max_attempts
         return super().run_jobs(jobs, timeout_s=timeout_s)
 
     def _send(self, job: RolloutJob, attempt: int) -> AsyncResult:
         from celery import current_app
 
+        # A SIGKILLed worker's message comes back after the broker's visibility timeout (hours): by then
+        # the step is long done, and a worker discards it unrun, as it was sent to expire.
         return current_app.send_task(
-            ROLLOUT_TASK, args=[job.to_dict()], task_id=f"{job.job_id}.{attempt}", queue=self.queue
-        )
+            ROLLOUT_TASK, args=[job.to_dict()], task_id=f"{job.job_id}.{attempt}", queue=self.queue,
+            expires=self._expires,
+        )  # fmt: skip
 
     def _result(self, handle: AsyncResult) -> JobResult | None:
         state = handle.state

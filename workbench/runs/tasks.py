@@ -10,7 +10,7 @@ from django.conf import settings
 from trainers.workbench_api import RolloutJob, RolloutWorkerState, run_config
 
 from .execution import RunBusy, run_execute
-from .rollout_dispatch import CeleryDispatcher, rollout_weights_url
+from .rollout_dispatch import CeleryDispatcher, rollout_weights_delete, rollout_weights_url
 
 _rollout_worker = None  # this process's RolloutWorkerState: the policies it keeps loaded between jobs
 
@@ -24,13 +24,16 @@ _rollout_worker = None  # this process's RolloutWorkerState: the policies it kee
 def train_run(self, run_id: int) -> str | None:
     dispatcher = CeleryDispatcher(run_key=f"run{run_id}", weights_url=rollout_weights_url(run_id))
     try:
-        return run_execute(
+        status = run_execute(
             run_id=run_id,
             worker=self.request.hostname or "",
             train=partial(run_config, dispatcher=dispatcher),
         )
     except RunBusy as exc:  # a duplicate delivery while the holder is alive: look again after the lease
         raise self.retry(exc=exc, countdown=settings.RUNS_LEASE_S, max_retries=None) from exc
+    if status is not None:  # the run ended (None: another attempt holds it and may still publish)
+        rollout_weights_delete(run_id)
+    return status
 
 
 # One chunk of a step's rollouts on the rollout queue. track_started: the trainer sees which worker holds

@@ -134,6 +134,7 @@ def test_a_run_on_two_rollout_workers_trains_on_the_in_process_trajectories(
     assert metric(run, "rollout/weight_version") == [1.0, 2.0]  # a new version after the first update
     assert max(metric(run, "rollout/workers")) == 2.0
     assert metric(run, "rollout/resent") == [0.0] * STEPS
+    assert not (tmp_path / "artifacts" / "runs" / str(run.pk) / "rollout").exists()  # dropped at the end
 
 
 def test_a_rollout_worker_killed_mid_job_loses_no_trajectory_and_counts_none_twice(
