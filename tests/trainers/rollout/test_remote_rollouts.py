@@ -4,6 +4,8 @@ published once per policy, and every job's result counted once when a worker los
 
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import Future
 
 import pytest
@@ -13,7 +15,13 @@ from trainers.config.loader import validate_config
 from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.metrics import keys
 from trainers.models.tiny import build_tiny_model
-from trainers.rollout.remote import PoolDispatcher, RemoteRollouts, RolloutWorkerState, rollout_spec
+from trainers.rollout.remote import (
+    PoolDispatcher,
+    RemoteRollouts,
+    RolloutWorkerState,
+    rollout_spec,
+    run_job_here,
+)
 from trainers.storage.store import ArtifactStore
 from trainers.storage.weights import (
     load_published_policy,
@@ -189,3 +197,41 @@ def test_lost_and_failed_jobs_are_sent_again_and_each_counts_once(model_dir, tmp
     assert [t.to_dict()["turns"][1]["token_ids"] for t in trajectories] == [
         t["turns"][1]["token_ids"] for t in expected
     ]
+
+
+class OneSlowWorker(PoolDispatcher):
+    """Two pool threads; the first one created takes a second longer over each of its jobs."""
+
+    def _send(self, job, attempt):
+        return self.pool.submit(slow_on_first_thread, job.to_dict())
+
+
+SLOW_JOBS: list[str] = []
+
+
+def slow_on_first_thread(job: dict) -> dict:
+    result = run_job_here(job)
+    if threading.current_thread().name.endswith("_0"):
+        SLOW_JOBS.append(job["job_id"])
+        time.sleep(1.0)
+    return result
+
+
+def test_small_jobs_go_to_the_faster_worker_and_the_straggler_wait_is_reported(model_dir, tmp_path):
+    model, tokenizer = load_policy(model_dir)
+    config = validate_config({"limits": {"max_turns": 1, "max_new_tokens_per_turn": 4}})
+    spec = rollout_spec("qwen_tool", None, [], config.limits, config.sampling)
+    dispatcher = OneSlowWorker(str(tmp_path / "store"), workers=2)
+    rollouts = RemoteRollouts(model, tokenizer, dispatcher, spec, jobs_per_worker=4)
+    rows = [{"id": f"r{i}", "question": f"What is {i} + 1?"} for i in range(8)]
+    SLOW_JOBS.clear()
+    try:
+        rollouts.run(rows, 1, seed=3)
+    finally:
+        dispatcher.close()
+    metrics = rollouts.last_metrics
+    assert metrics[keys.ROLLOUT_CHUNKS] == 8.0 and metrics[keys.ROLLOUT_WORKERS] == 2.0
+    # the slow worker held fewer jobs than the fast one; the step waited on its last one, and says how long
+    assert 1 <= len(SLOW_JOBS) < 4
+    assert metrics[keys.ROLLOUT_STRAGGLER_S] > 0.0
+    assert metrics[keys.ROLLOUT_STRAGGLER_S] < metrics[keys.ROLLOUT_DISPATCH_S]
