@@ -19,7 +19,7 @@ from workbench.runs.artifacts import artifact_store, checkpoint_local
 from workbench.runs.ingest import TRAJECTORY_FIELDS, trajectory_record
 
 from .models import Evaluation, EvaluationStatus, EvaluationTrajectory, ModelSource
-from .scheduling import run_series_record
+from .scheduling import checkpoint_unpin, run_series_record
 from .services import evaluation_config_bound
 
 logger = logging.getLogger(__name__)
@@ -69,8 +69,12 @@ def _export_rows(evaluation: Evaluation, directory: Path) -> str:
 
 
 def _checkpoint_local(evaluation: Evaluation, directory: Path) -> Path:
-    """Where this worker reads the evaluated checkpoint: the path its run's worker wrote, else a copy from
-    the artifact store (downloaded into the evaluation's directory), as a resumed run finds it."""
+    """Where this worker reads the evaluated checkpoint: a scheduled evaluation's pinned copy or the path its
+    run's worker wrote, else a copy from the artifact store (downloaded into the evaluation's directory), as
+    a resumed run finds it."""
+    pinned = Path(evaluation.config["model"]["path"])
+    if evaluation.automatic and (pinned / "config.json").exists():
+        return pinned
     checkpoint = evaluation.checkpoint
     local = (
         None
@@ -130,8 +134,10 @@ def evaluation_execute(
         logger.exception("evaluation %s failed", evaluation.pk)
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         _finish(evaluation, EvaluationStatus.FAILED, error=error[-20_000:])
+        checkpoint_unpin(evaluation)
         return EvaluationStatus.FAILED
     _finish(evaluation, EvaluationStatus.SUCCEEDED, metrics=eval_metrics_finite(metrics))
     evaluation.refresh_from_db()
     run_series_record(evaluation)
+    checkpoint_unpin(evaluation)
     return EvaluationStatus.SUCCEEDED

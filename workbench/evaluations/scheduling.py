@@ -8,17 +8,22 @@ run's `eval/` series at the checkpoint's step, where the dashboard's evaluation 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
 from workbench.runs.ingest import metrics_ingest
 
-from .models import Evaluation, ModelSource, Split
+from .models import FINISHED_STATUSES, Evaluation, ModelSource, Split
 from .services import evaluation_config_compose, evaluation_launch
 
 logger = logging.getLogger(__name__)
 COUNTS = ("problems", "samples", "trajectories")  # bookkeeping, not series
+UNNEEDED_STATE = "trainer_state.pt"
 
 
 def _due(config: dict[str, Any], step: int) -> bool:
@@ -52,6 +57,7 @@ def evaluations_schedule(*, checkpoint) -> list[Evaluation]:
     if Evaluation.objects.filter(checkpoint=checkpoint, automatic=True).exists():
         return []
     seed = int(run.config.get("seed") or 0) + checkpoint.step  # the inline evaluator's seed at this step
+    pinned = checkpoint_pin(checkpoint)
     created = []
     for mode, k, temperature in _modes(run.config):
         snapshot, label = evaluation_config_compose(
@@ -59,6 +65,8 @@ def evaluations_schedule(*, checkpoint) -> list[Evaluation]:
             temperature=temperature, max_problems=(run.config.get("evaluation") or {}).get("max_problems"),
             seed=seed,
         )  # fmt: skip
+        if pinned is not None:
+            snapshot["model"]["path"] = str(pinned)
         evaluation = Evaluation.objects.create(
             team=run.team, created_by=run.created_by, name=f"{label} ({mode}, every_steps)",
             source=ModelSource.CHECKPOINT, checkpoint=checkpoint, run=run, model_label=label,
@@ -67,6 +75,43 @@ def evaluations_schedule(*, checkpoint) -> list[Evaluation]:
         evaluation_launch(evaluation=evaluation)
         created.append(evaluation)
     return created
+
+
+def pin_dir(checkpoint_id: int) -> Path:
+    return Path(settings.VAR_DIR) / "evaluations" / "checkpoints" / str(checkpoint_id)
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another filesystem, or one without hard links
+        shutil.copy2(source, target)
+
+
+def checkpoint_pin(checkpoint) -> Path | None:
+    """A copy of the checkpoint's model and tokenizer (hard links: free on the same disk) that the trainer's
+    pruning of old checkpoints cannot remove before its evaluations read it. Made where the checkpoint was
+    just written (the training worker records it); None when its files are not on this machine."""
+    source = Path(checkpoint.path)
+    if not (source / "config.json").exists():
+        return None
+    target = pin_dir(checkpoint.pk)
+    if not (target / "config.json").exists():
+        partial = target.with_name(f"{target.name}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        ignore = shutil.ignore_patterns(UNNEEDED_STATE)  # the optimiser's state: evaluation never reads it
+        shutil.copytree(source, partial, copy_function=_link_or_copy, ignore=ignore)
+        partial.rename(target)
+    return target
+
+
+def checkpoint_unpin(evaluation: Evaluation) -> None:
+    """Remove the checkpoint's pinned copy once none of its evaluations still needs it."""
+    if evaluation.checkpoint_id is None:
+        return
+    pending = Evaluation.objects.filter(checkpoint_id=evaluation.checkpoint_id, automatic=True)
+    if not pending.exclude(status__in=FINISHED_STATUSES).exists():
+        shutil.rmtree(pin_dir(evaluation.checkpoint_id), ignore_errors=True)
 
 
 def run_series_record(evaluation: Evaluation) -> int:

@@ -5,6 +5,7 @@ series at that step, where the dashboard's evaluation chart and compare read the
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from django.core.files.base import ContentFile
@@ -91,3 +92,21 @@ def test_inline_runs_and_runs_without_an_eval_split_schedule_nothing(
     no_eval_rows = _run(team, member, prompts)
     assert _checkpoint(no_eval_rows, 2, tiny_checkpoint_dir, django_capture_on_commit_callbacks) == []
     assert not Evaluation.objects.exists()
+
+
+def test_a_checkpoint_pruned_before_its_evaluations_ran_is_read_from_its_pinned_copy(
+    team, member, split_prompts, tiny_checkpoint_dir, tmp_path, django_capture_on_commit_callbacks
+):
+    from workbench.evaluations.scheduling import pin_dir
+
+    written = shutil.copytree(tiny_checkpoint_dir, tmp_path / "run" / "checkpoints" / "step_000002")
+    run = _run(team, member, split_prompts)
+    greedy, sampled = _checkpoint(run, 2, written, django_capture_on_commit_callbacks)
+    pinned = pin_dir(greedy.checkpoint_id)
+    assert greedy.config["model"]["path"] == str(pinned) and (pinned / "model.safetensors").exists()
+    assert not (pinned / "trainer_state.pt").exists()  # the optimiser's state is not copied
+    shutil.rmtree(written)  # the trainer keeps only its newest checkpoints
+    assert evaluation_execute(evaluation_id=greedy.pk, worker="w", evaluate=evaluate_config) == "succeeded"
+    assert pinned.exists()  # the sampled evaluation still needs it
+    assert evaluation_execute(evaluation_id=sampled.pk, worker="w", evaluate=evaluate_config) == "succeeded"
+    assert not pinned.exists()
