@@ -116,6 +116,7 @@ class DeepSpeedEngine(TrainingEngine):
         module = model if value_head is None else _WithValueHead(model, value_head)
         # the optimiser's parameters in its own order: the plain state_dict's indices
         self.params = [p for group in optimizer.param_groups for p in group["params"]]
+        self.group_sizes = [len(group["params"]) for group in optimizer.param_groups]  # ZeRO flattens them
         zero: dict[str, Any] = {"stage": config.stage}
         if config.offload_optimizer:
             zero["offload_optimizer"] = {"device": "cpu"}
@@ -243,8 +244,7 @@ class DeepSpeedEngine(TrainingEngine):
         if self.config.stage == 3:
             state = self._zero3_state()
         groups, start = [], 0
-        for group in self.optimizer.param_groups:
-            count = len(group["params"])
+        for group, count in zip(self.optimizer.param_groups, self.group_sizes, strict=True):
             groups.append(
                 {
                     **{k: v for k, v in group.items() if k != "params"},
