@@ -26,9 +26,9 @@ COUNTS = ("problems", "samples", "trajectories")  # bookkeeping, not series
 UNNEEDED_STATE = "trainer_state.pt"
 
 
-def _due(config: dict[str, Any], step: int) -> bool:
-    evaluation = config.get("evaluation") or {}
-    if evaluation.get("runner") != "jobs":
+def _due(config: Any, step: int) -> bool:
+    evaluation = config.get("evaluation") if isinstance(config, dict) else None
+    if not isinstance(evaluation, dict) or evaluation.get("runner") != "jobs":
         return False
     every, steps = evaluation.get("every_steps") or 0, (config.get("training") or {}).get("steps")
     return step == steps or (every > 0 and step % every == 0)
