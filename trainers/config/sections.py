@@ -142,8 +142,8 @@ class DeepSpeedConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ranks: int = Field(2, ge=1, le=1024, description="processes on this machine (torchrun --nproc_per_node)")
-    stage: Literal[2, 3] = Field(
-        2, description="ZeRO stage: 2 shards optimiser state and gradients, 3 also the parameters"
+    stage: int = Field(
+        2, ge=2, le=3, description="ZeRO stage: 2 shards optimiser state and gradients, 3 also the parameters"
     )
     bf16: bool = Field(False, description="bfloat16 parameters and activations, fp32 master weights")
     offload_optimizer: bool = Field(False, description="keep the optimiser state in CPU memory")
