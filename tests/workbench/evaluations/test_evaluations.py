@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,21 @@ def test_leaderboard_csv_quotes_names_a_spreadsheet_would_run(client_for, member
     )
     row = next(csv.DictReader(io.StringIO(response.content.decode())))
     assert row["name"] == '\'=HYPERLINK("http://x")' and float(row["reward"]) == -0.25
+
+
+def test_the_tiny_model_and_a_directory_under_the_model_roots_are_evaluated(
+    member, team, prompts, tiny_checkpoint_dir, tmp_path
+):
+    inside = shutil.copytree(tiny_checkpoint_dir, tmp_path / "models" / "mine")
+    limits = {"max_turns": 1, "max_new_tokens_per_turn": 4}
+    common = {"team": team, "user": member, "dataset_version": prompts, "split": "train", "samples": 1,
+              "max_problems": 1, "limits": limits, "launch": False}  # fmt: skip
+    from_dir = evaluation_create(source="path", model_path=str(inside), **common)
+    tiny = evaluation_create(source="tiny", **common)
+    assert (from_dir.model_label, tiny.model_label) == (str(inside), "tiny")
+    for evaluation in (from_dir, tiny):
+        assert (
+            evaluation_execute(evaluation_id=evaluation.pk, worker="w", evaluate=evaluate_config)
+            == "succeeded"
+        )
+        assert evaluation.trajectories.count() == 1
