@@ -112,6 +112,13 @@ class RolloutConfig(BaseModel):
     keep_weight_versions: int = Field(
         2, ge=1, description="remote: published weight versions kept; older ones are deleted"
     )
+    max_staleness: int = Field(
+        0,
+        ge=0,
+        le=1,
+        description="remote: 1 = the next step's rollout runs while this step trains, on the weights one"
+        " update old (PPO's ratio corrects with the sampled log-probs); 0 = on-policy",
+    )
 
 
 class OptimizerConfig(BaseModel):

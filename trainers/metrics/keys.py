@@ -49,6 +49,7 @@ ROLLOUT_CHUNKS = "rollout/chunks"  # rollout jobs the step's rows were split int
 ROLLOUT_WORKERS = "rollout/workers"  # distinct workers that returned a job
 ROLLOUT_STRAGGLER_S = "rollout/straggler_s"  # the step's wait on its slowest worker once the queue ran dry
 ROLLOUT_WEIGHT_VERSION = "rollout/weight_version"  # the published weight version the jobs sampled from
+ROLLOUT_STALENESS = "rollout/staleness"  # policy updates between that version and the step's update
 ROLLOUT_RESENT = "rollout/resent"  # jobs sent again (their worker died, timed out or failed them)
 ROLLOUT_PUBLISH_S = "rollout/publish_s"  # publishing the policy's weights for this step
 ROLLOUT_JOB_S_MEDIAN = "rollout/job_s_median"  # a job's time on its worker, weight loading included

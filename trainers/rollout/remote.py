@@ -312,6 +312,23 @@ class PoolDispatcher(ResubmittingDispatcher):
 
 
 # --- the trainer side ------------------------------------------------------------------------------
+@dataclass
+class _Ahead:
+    """A rollout started before the trainer asked for it (bounded staleness)."""
+
+    key: tuple
+    future: Future
+    version: int  # the weight version its jobs sample from
+    stamp: Any  # the policy's stamp when that version was published
+    sent: float
+    published: float  # publish time it took, 0 if the version was already out
+
+
+def _key(rows: list[dict], samples_per_prompt: int, seed: int | None, sampling: SamplingParams) -> tuple:
+    ids = tuple(str(row.get("id", index)) for index, row in enumerate(rows))
+    return ids, samples_per_prompt, seed, sampling.model_dump_json()
+
+
 def weights_stamp(model: Any) -> tuple[int, ...]:
     """Changes when a parameter is written in place by autograd-visible ops (a checkpoint's
     load_state_dict): the tensors' version counters. Fused optimiser kernels do not count, so the
@@ -334,6 +351,7 @@ class RemoteRollouts:
         jobs_per_worker: int = 1,
         job_timeout_s: float = 300.0,
         keep_versions: int = 2,
+        max_staleness: int = 0,
     ) -> None:
         from trainers.storage.store import ArtifactStore
 
@@ -348,6 +366,8 @@ class RemoteRollouts:
         self.publish_s = 0.0  # the last publish
         self._stamp: tuple[Any, ...] | None = None
         self._updates = 0  # optimiser steps seen through `watch`
+        self.max_staleness = max_staleness  # 1: the next step's rollout runs during this step's update
+        self._ahead: _Ahead | None = None
         self.last_stats: SchedulerStats | None = None
         self.last_metrics: dict[str, float] = {}
 
@@ -387,15 +407,47 @@ class RemoteRollouts:
             for c, chunk in enumerate(chunks)
         ]
 
+    def prefetch(self, rows: list[dict], samples_per_prompt: int, seed: int | None) -> None:
+        """Bounded staleness (`max_staleness` 1): start the rollout the trainer will ask for next, on the
+        weights as they are now, in a thread of its own; `run` with the same arguments takes its result."""
+        if not self.max_staleness:
+            return
+        key = _key(rows, samples_per_prompt, seed, self.sampling)
+        publish_before = self.publish_s
+        jobs = self.jobs(rows, samples_per_prompt, seed)
+        published = self.publish_s if self.publish_s != publish_before else 0.0
+        future: Future[list[JobResult]] = Future()
+
+        def gather() -> None:
+            try:
+                future.set_result(self.dispatcher.run_jobs(jobs, timeout_s=self.job_timeout_s))
+            except BaseException as exc:  # raised in the trainer's thread by `run`
+                future.set_exception(exc)
+
+        sent = time.monotonic()
+        threading.Thread(target=gather, name="rollout-prefetch", daemon=True).start()
+        self._ahead = _Ahead(key, future, self.version or 0, self._stamp, sent, published)
+
     def run(
         self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
     ) -> list[Trajectory]:
         """All samples of all rows, ordered by row then sample index, as `RolloutEngine.run` returns them."""
-        publish_before = self.publish_s
-        jobs = self.jobs(rows, samples_per_prompt, seed)
-        published = self.publish_s if self.publish_s != publish_before else 0.0
-        sent = time.monotonic()
-        results = self.dispatcher.run_jobs(jobs, timeout_s=self.job_timeout_s)
+        ahead = self._ahead
+        if ahead is not None and ahead.key == _key(rows, samples_per_prompt, seed, self.sampling):
+            self._ahead = None
+            results, version, sent, published = (
+                ahead.future.result(),
+                ahead.version,
+                ahead.sent,
+                ahead.published,
+            )
+            stale = 1.0 if (self._updates, weights_stamp(self.model)) != ahead.stamp else 0.0
+        else:
+            publish_before = self.publish_s
+            jobs = self.jobs(rows, samples_per_prompt, seed)
+            published = self.publish_s if self.publish_s != publish_before else 0.0
+            sent, version, stale = time.monotonic(), self.version or 0, 0.0
+            results = self.dispatcher.run_jobs(jobs, timeout_s=self.job_timeout_s)
         trajectories = [Trajectory.from_dict(d) for r in results for d in r.trajectories]
         if len(trajectories) != len(rows) * samples_per_prompt or len({t.uid for t in trajectories}) != len(
             trajectories
@@ -406,6 +458,8 @@ class RemoteRollouts:
             generate_s=sum(r.generate_s for r in results),
         )  # fmt: skip
         self.last_metrics = self._metrics(results, sent, published)
+        self.last_metrics[keys.ROLLOUT_WEIGHT_VERSION] = float(version)
+        self.last_metrics[keys.ROLLOUT_STALENESS] = stale
         return trajectories
 
     def _metrics(self, results: list[JobResult], sent: float, published: float) -> dict[str, float]:
@@ -418,7 +472,6 @@ class RemoteRollouts:
             keys.ROLLOUT_CHUNKS: float(len(results)),
             keys.ROLLOUT_WORKERS: float(len(workers)),
             keys.ROLLOUT_STRAGGLER_S: (arrivals[-1] - tail) if arrivals else 0.0,
-            keys.ROLLOUT_WEIGHT_VERSION: float(self.version or 0),
             keys.ROLLOUT_RESENT: float(getattr(self.dispatcher, "resent", 0)),
             keys.ROLLOUT_PUBLISH_S: published,
             keys.ROLLOUT_JOB_S_MEDIAN: statistics.median(r.seconds for r in results) if results else 0.0,

@@ -109,7 +109,7 @@ def _rollouts(
     return RemoteRollouts(
         model, tokenizer, dispatcher, spec, prompts_per_job=rollout.prompts_per_job,
         jobs_per_worker=rollout.jobs_per_worker, job_timeout_s=rollout.job_timeout_s,
-        keep_versions=rollout.keep_weight_versions,
+        keep_versions=rollout.keep_weight_versions, max_staleness=rollout.max_staleness,
     )  # fmt: skip
 
 

@@ -160,6 +160,7 @@ class Trainer:
         """One rollout and update; returns the step's metrics."""
         t0 = time.perf_counter()
         kept, sampled, filtered_frac, timing = self.collect(step)
+        self.prefetch(step + 1)
         metrics = compute_step_metrics(sampled, filtered_frac=filtered_frac if self.filters else None)
         t1 = time.perf_counter()
         if kept:
@@ -178,10 +179,26 @@ class Trainer:
         return metrics
 
     # --- rollout, rewards and filters ------------------------------------------------------------
-    def rollout(self, rows: list[dict], step: int, round_: int) -> list[Trajectory]:
-        # Group ids must be unique within a step, also when a row comes back in a refill round.
+    def step_rows(self, rows: list[dict], step: int, round_: int) -> tuple[list[dict], int]:
+        """The rows with group ids unique within the step (also when a row comes back in a refill round),
+        and the round's rollout seed."""
         rows = [{**row, "id": f"{step}.{round_}.{i}:{row.get('id', i)}"} for i, row in enumerate(rows)]
-        seed = self.settings.seed * 1_000_003 + step * 101 + round_
+        return rows, self.settings.seed * 1_000_003 + step * 101 + round_
+
+    def prefetch(self, step: int) -> None:
+        """Bounded staleness: an engine with `prefetch` (remote rollouts, max_staleness 1) starts step
+        `step`'s first round now, on the weights before this step's update; the sampler is left as it was,
+        so the step draws the same prompts and takes the rollout already under way."""
+        start = getattr(self.engine, "prefetch", None)
+        if start is None or step > self.settings.steps:
+            return
+        state = self.sampler.state_dict()
+        rows, seed = self.step_rows(self.sampler.next(self.settings.prompts_per_step), step, 0)
+        self.sampler.load_state_dict(state)
+        start(self.training_engine.share(rows), self.settings.samples_per_prompt, seed)
+
+    def rollout(self, rows: list[dict], step: int, round_: int) -> list[Trajectory]:
+        rows, seed = self.step_rows(rows, step, round_)
         self._rows = {row["id"]: (row, seed) for row in rows} | (self._rows if round_ else {})
         # data parallel: each rank samples its share of the rows (per-row seeds: the same trajectories)
         with self.training_engine.full_weights():

@@ -11,10 +11,12 @@ from concurrent.futures import Future
 import pytest
 import torch
 
+from trainers.backends.hf import HFBackend
 from trainers.config.loader import validate_config
 from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.metrics import keys
 from trainers.models.tiny import build_tiny_model
+from trainers.rollout.engine import RolloutEngine
 from trainers.rollout.remote import (
     PoolDispatcher,
     RemoteRollouts,
@@ -47,7 +49,7 @@ def train_file(tmp_path_factory):
     return write_rows(train, tmp_path_factory.mktemp("data") / "train.jsonl")
 
 
-def run_config(model_dir, train_file, out, **rollout):
+def run_config(model_dir, train_file, out, steps=2, **rollout):
     return validate_config({
         "seed": 5,
         "output_dir": str(out),
@@ -57,7 +59,7 @@ def run_config(model_dir, train_file, out, **rollout):
         "rollout": {"prompts_per_step": 3, "samples_per_prompt": 2, **rollout},
         "reward": {"components": [{"name": "format"}]},
         "optimizer": {"lr": 1e-2},
-        "training": {"steps": 2},
+        "training": {"steps": steps},
         "checkpoint": {"every_steps": 10},
         "evaluation": {"greedy": False},
         "data": {"train_path": str(train_file)},
@@ -235,3 +237,41 @@ def test_small_jobs_go_to_the_faster_worker_and_the_straggler_wait_is_reported(m
     assert 1 <= len(SLOW_JOBS) < 4
     assert metrics[keys.ROLLOUT_STRAGGLER_S] > 0.0
     assert metrics[keys.ROLLOUT_STRAGGLER_S] < metrics[keys.ROLLOUT_DISPATCH_S]
+
+
+def test_one_step_stale_rollouts_run_during_the_update_on_the_weights_before_it(
+    model_dir, train_file, tmp_path
+):
+    """max_staleness 1: step t+1's rollout is sent before step t's update and samples version t's weights
+    (step 1 and 2 both from the initial policy); the steps still see the prompts the sampler draws."""
+    torch.set_num_threads(1)
+    local = build_trainer(run_config(model_dir, train_file, tmp_path / "local", steps=3))
+    config = run_config(model_dir, train_file, tmp_path / "stale", steps=3, backend="remote", max_staleness=1)
+    dispatcher = PoolDispatcher(str(tmp_path / "store"), workers=2)
+    try:
+        trainer = build_trainer(config, dispatcher=dispatcher)
+        trainer.train()
+    finally:
+        dispatcher.close()
+    metrics = read_jsonl(tmp_path / "stale" / "metrics.jsonl")
+    assert [m[keys.ROLLOUT_STALENESS] for m in metrics] == [0.0, 1.0, 1.0]
+    assert [m[keys.ROLLOUT_WEIGHT_VERSION] for m in metrics] == [1.0, 1.0, 2.0]
+    got = read_jsonl(tmp_path / "stale" / "trajectories.jsonl")
+    # the same prompts as the on-policy run, step by step; step 2 sampled by the initial policy
+    local.train()
+    want = read_jsonl(tmp_path / "local" / "trajectories.jsonl")
+    assert [t["uid"] for t in got] == [t["uid"] for t in want]
+    assert_same_trajectories([t for t in got if t["step"] == 1], [t for t in want if t["step"] == 1])
+    rows = {row["id"]: row for row in read_jsonl(train_file)}
+    step2 = [t for t in got if t["step"] == 2]
+    groups = list(dict.fromkeys(t["group_id"] for t in step2))
+    initial, tokenizer = load_policy(model_dir)
+    engine = RolloutEngine(
+        HFBackend(initial, tokenizer), "qwen_tool", [{"name": "calculator"}], config.limits
+    )
+    again = engine.run(
+        [{**rows[g.split(":", 1)[1]], "id": g} for g in groups], 2, seed=config.seed * 1_000_003 + 2 * 101
+    )
+    assert [[turn.token_ids for turn in t.turns] for t in again] == [
+        [turn["token_ids"] for turn in t["turns"]] for t in step2
+    ]
