@@ -9,12 +9,14 @@ first one counts, so no trajectory is counted twice.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 from celery import states
 from celery.result import AsyncResult
 from django.conf import settings
+from django.db import connection
 
 from trainers.workbench_api import (
     ArtifactStore,
@@ -50,6 +52,7 @@ class CeleryDispatcher(ResubmittingDispatcher):
         self._live: set[str] = set()
         self._live_at = -float("inf")
         self._expires = 3600.0  # seconds after sending when a job not yet started is discarded
+        self._owner = threading.get_ident()  # the training task's thread
 
     def live_hostnames(self) -> set[str]:
         if time.monotonic() - self._live_at >= self.workers_every_s:
@@ -67,7 +70,11 @@ class CeleryDispatcher(ResubmittingDispatcher):
         if not current_app.conf.result_backend:
             raise RuntimeError("remote rollouts need Celery's result backend (REDIS_URL)")
         self._expires = timeout_s * self.max_attempts
-        return super().run_jobs(jobs, timeout_s=timeout_s)
+        try:
+            return super().run_jobs(jobs, timeout_s=timeout_s)
+        finally:
+            if threading.get_ident() != self._owner:  # a prefetch thread (max_staleness): its own connection
+                connection.close()
 
     def _send(self, job: RolloutJob, attempt: int) -> AsyncResult:
         from celery import current_app

@@ -163,3 +163,26 @@ def test_a_rollout_worker_killed_mid_job_loses_no_trajectory_and_counts_none_twi
     assert metric(run, "rollout/resent")[0] >= 1.0  # the killed worker's job, sent to the survivor
     assert metric(run, "rollout/workers")[1] == 1.0
     assert_same_as_in_process(run, in_process_trajectories(config, tmp_path))
+
+
+def test_one_step_stale_rollouts_run_on_the_rollout_workers_during_the_update(
+    transactional_db, worker_env, tmp_path, team, member, train_file
+):
+    config = remote_config(train_file, max_staleness=1)
+    run = launch(team, member, config)
+    env = shared_env(worker_env, tmp_path)
+    workers = [start(env, tmp_path, "rollout"), start(env, tmp_path, run.queue)]
+    try:
+        for worker in workers:
+            worker.wait_online()
+        celery_app.send_task(TRAIN_TASK, args=[run.pk], queue=run.queue)
+        wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, 300, "the run to finish", workers)
+    finally:
+        for worker in workers:
+            worker.stop()
+    run = Run.objects.get(pk=run.pk)
+    assert run.status == RunStatus.SUCCEEDED, run.log_tail
+    # step 2's rollout was sent, from the prefetch thread, before step 1's update
+    assert metric(run, "rollout/staleness") == [0.0, 1.0]
+    assert metric(run, "rollout/weight_version") == [1.0, 1.0]
+    assert TrajectoryRecord.objects.filter(run=run).count() == STEPS * PROMPTS * SAMPLES
