@@ -252,6 +252,9 @@ WORKER_HEARTBEAT_TTL = float(os.environ.get("WORKER_HEARTBEAT_TTL", "15"))
 RUNS_LEASE_S = float(os.environ.get("RUNS_LEASE_S", "30"))
 RUNS_SWEEP_INTERVAL_S = float(os.environ.get("RUNS_SWEEP_INTERVAL_S", "10"))
 RUNS_MAX_ATTEMPTS = int(os.environ.get("RUNS_MAX_ATTEMPTS", "3"))
+# A gpu-queue worker without the GPUs a run asks for (resources.gpus) sends the run back, to be tried
+# again after RUNS_GPU_WAIT_S by whichever worker then has them (workbench/jobs/gpus.py).
+RUNS_GPU_WAIT_S = float(os.environ.get("RUNS_GPU_WAIT_S", "10"))
 # Run artifacts (checkpoints, published weights) every worker reads: a local directory, file://... or
 # s3://bucket/prefix (MinIO, S3; needs s3fs, endpoint in WORKBENCH_ARTIFACTS_S3_ENDPOINT).
 ARTIFACTS_URL = os.environ.get("WORKBENCH_ARTIFACTS_URL", str(VAR_DIR / "artifacts"))

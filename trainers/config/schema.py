@@ -19,6 +19,7 @@ from trainers.config.sections import (
     EvaluationConfig,
     ModelConfig,
     OptimizerConfig,
+    ResourcesConfig,
     RolloutConfig,
     SFTConfig,
     TemplateConfig,
@@ -75,6 +76,7 @@ class RunConfig(BaseModel):
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig, description="checkpoint schedule")
     data: DataConfig = Field(default_factory=DataConfig, description="training and evaluation data")
     echo_trap: EchoTrapSection = Field(default_factory=EchoTrapSection, description="collapse detection")
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig, description="GPUs the run needs")
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
@@ -99,7 +101,21 @@ class RunConfig(BaseModel):
         names = [f.name for f in self.filters]
         if len(set(names)) != len(names):
             raise ValueError("each filter may appear once")
+        self._resources_fit()
         return self
+
+    def _resources_fit(self) -> None:
+        """The GPUs asked for are the ones the run uses: its device, and one DeepSpeed rank per GPU."""
+        gpus, device = self.resources.gpus, self.model.device
+        if device.startswith("cuda") and gpus == 0:
+            raise ValueError(f"model.device {device} needs resources.gpus >= 1 (0 = CPU)")
+        if device.startswith("cuda:") and int(device.split(":")[1]) >= gpus:
+            raise ValueError(f"model.device {device}: the run sees its {gpus} GPU(s) as cuda:0..{gpus - 1}")
+        ranks = self.training.deepspeed.ranks
+        if gpus and self.training.engine == "deepspeed" and ranks != gpus:
+            raise ValueError(
+                f"training.deepspeed.ranks ({ranks}) must equal resources.gpus ({gpus}): one per GPU"
+            )
 
     @property
     def batch_size(self) -> int:

@@ -277,3 +277,13 @@ class EchoTrapSection(BaseModel):
         "record", description="record the alert; also stop the run; or switch on StarPO-S filtering"
     )
     detector: EchoTrapConfig = Field(default_factory=EchoTrapConfig, description="the detector's rules")
+
+
+class ResourcesConfig(BaseModel):
+    """What the run's worker must hand it: GPUs of its own (the workbench sets CUDA_VISIBLE_DEVICES)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpus: int = Field(
+        0, ge=0, le=64, description="GPUs the run gets to itself; 0 = CPU (a deepspeed run: one rank per GPU)"
+    )

@@ -71,3 +71,22 @@ class WorkerHeartbeat(models.Model):
     @property
     def seconds_since_seen(self) -> float:
         return (timezone.now() - self.last_seen).total_seconds()
+
+
+class GpuAssignment(models.Model):
+    """One GPU of one machine held by one attempt of a run; unique per (host, index), so two runs never
+    hold the same GPU. Taken in the run's claim, deleted when the attempt ends or its worker is swept."""
+
+    host = models.CharField(max_length=255)  # the machine: a Celery hostname's part after "@"
+    index = models.PositiveIntegerField()  # as CUDA numbers it on that machine (CUDA_VISIBLE_DEVICES)
+    worker = models.CharField(max_length=255)  # the Celery hostname that took it
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="gpu_assignments")
+    attempt = models.PositiveIntegerField()
+    taken_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["host", "index"]
+        constraints = [models.UniqueConstraint(fields=["host", "index"], name="jobs_gpu_one_run_per_gpu")]
+
+    def __str__(self) -> str:
+        return f"{self.host} GPU {self.index}: run {self.run_id} attempt {self.attempt}"

@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from workbench.celery_app import app as celery_app
-from workbench.jobs.models import WorkerHeartbeat
+from workbench.jobs.models import GpuAssignment, WorkerHeartbeat
 
 
 def workers_online(*, ttl: float | None = None) -> QuerySet[WorkerHeartbeat]:
@@ -46,3 +46,24 @@ def broker_ping() -> dict | None:
         return celery_app.control.inspect(timeout=1.0).ping() or {}
     except Exception as exc:  # an unreachable broker is reported, not raised
         return {"error": str(exc)}
+
+
+def workers_gpu_slots(*, workers: list[WorkerHeartbeat], user) -> list[WorkerHeartbeat]:
+    """Sets `gpu_slots` on each worker: its advertised GPUs, each with the assignment holding it (None when
+    free) and whether the user may see that run (another team's run shows as taken, unnamed)."""
+    from workbench.accounts.access import team_queryset
+    from workbench.jobs.gpus import machine_of
+    from workbench.runs.models import Run
+
+    hosts = {machine_of(w.hostname) for w in workers}
+    held = {(a.host, a.index): a for a in GpuAssignment.objects.filter(host__in=hosts).select_related("run")}
+    runs = [a.run_id for a in held.values()]
+    visible = set(team_queryset(Run, user).filter(pk__in=runs).values_list("pk", flat=True))
+    for worker in workers:
+        host = machine_of(worker.hostname)
+        worker.gpu_slots = []
+        for gpu in worker.gpus:
+            assignment = held.get((host, gpu.get("index")))
+            shown = assignment is not None and assignment.run_id in visible
+            worker.gpu_slots.append({"gpu": gpu, "assignment": assignment, "visible": shown})
+    return workers

@@ -37,7 +37,7 @@ def _for(request, info: dict | None) -> dict | None:
 
 
 def _status_context(request) -> dict:
-    workers = list(selectors.workers_online())
+    workers = selectors.workers_gpu_slots(workers=list(selectors.workers_online()), user=request.user)
     return {
         "database": _for(request, selectors.database_status()),
         "broker": _for(request, selectors.broker_status()),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 import traceback
 from collections import deque
@@ -20,12 +21,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from trainers.workbench_api import ArtifactStore, RunConfig, validate_config
+from workbench.jobs.gpus import CUDA_ENV, cuda_visible, gpus_release, gpus_take, worker_gpu_indices
 
 from .alerts import run_alerts_detect
 from .artifacts import CheckpointMirror, artifact_store, checkpoint_local
 from .bounds import run_config_bound
 from .lease import LeaseKeeper, LeaseLost, lease_is_live
 from .models import Checkpoint, Run, RunStatus
+from .placement import run_gpus_asked
 from .recovery import recovery_resumed, run_take_over
 from .sink import DatabaseSink
 
@@ -84,8 +87,9 @@ def run_dir(run: Run) -> Path:
 
 @transaction.atomic
 def run_claim(*, run_id: int, worker: str) -> Run | None:
-    """Start a new attempt: mark the run running with a fresh lease; None when it is already finished or
-    cancelled, or was stranded on its last allowed attempt."""
+    """Start a new attempt: mark the run running with a fresh lease and hold the GPUs it asks for on this
+    worker's machine; None when it is already finished or cancelled, or was stranded on its last allowed
+    attempt. GpusBusy (nothing written) when too few of this worker's GPUs are free."""
     run = Run.objects.select_for_update().filter(pk=run_id).first()
     if run is None or run.is_finished:
         return None
@@ -98,9 +102,14 @@ def run_claim(*, run_id: int, worker: str) -> Run | None:
     if run.status == RunStatus.RUNNING and not run_take_over(run=run, by=worker):
         return None
     run.status, run.worker, run.attempts = RunStatus.RUNNING, worker, run.attempts + 1
+    gpus_release(run_id=run.pk)  # an earlier attempt's, if its worker died holding them
+    asked = run_gpus_asked(run)
+    run.gpus = gpus_take(
+        run=run, worker=worker, count=asked, indices=worker_gpu_indices(worker) if asked else ()
+    )
     run.started_at = run.started_at or timezone.now()
     run.heartbeat_at = timezone.now()
-    run.save(update_fields=["status", "worker", "attempts", "started_at", "heartbeat_at"])
+    run.save(update_fields=["status", "worker", "gpus", "attempts", "started_at", "heartbeat_at"])
     return run
 
 
@@ -184,26 +193,37 @@ def run_execute(
     run = run_claim(run_id=run_id, worker=worker)
     if run is None:
         return None
+    # The run's own GPUs; a CPU run on a worker that has GPUs sees none, so it cannot take another's.
+    visible = run.gpus if run.gpus or worker_gpu_indices(worker) else None
     lease = LeaseKeeper(run.pk, run.attempts)
     lease.start()  # held until the attempt has recorded how it ended
     try:
-        return _attempt(run, worker=worker, train=train, lease=lease, poll_interval=poll_interval)
+        return _attempt(
+            run, worker=worker, train=train, lease=lease, poll_interval=poll_interval, visible=visible
+        )
     except LeaseLost as exc:
         logger.warning("%s: stopping without writing more", exc)
         return None
     finally:
         lease.stopped.set()
         lease.join()
+        _release_quietly(run)
 
 
 def _attempt(
-    run: Run, *, worker: str, train: Callable[..., Any], lease: LeaseKeeper, poll_interval: float
+    run: Run,
+    *,
+    worker: str,
+    train: Callable[..., Any],
+    lease: LeaseKeeper,
+    poll_interval: float,
+    visible: list[int] | None,
 ) -> str | None:
     """Train from the newest readable checkpoint and record how the attempt ended (LeaseLost propagates)."""
     tail, cancel = LogTail(), CancelPoller(run.pk, interval=poll_interval)
     sink = DatabaseSink(run.pk, attempt=run.attempts)
     try:
-        with tail.capture():
+        with tail.capture(), cuda_visible(visible):
             config, store = execution_config(run), artifact_store()
             sink.checkpoints = CheckpointMirror(
                 run.pk, run_dir(run), store=store, keep=config.checkpoint.keep
@@ -214,6 +234,7 @@ def _attempt(
             recovery_resumed(run=run, worker=worker, step=checkpoint.step if checkpoint else 0)
             start = f"resuming from step {checkpoint.step}" if checkpoint else "from the start"
             logger.info("run %s: attempt %s on %s, %s", run.pk, run.attempts, worker, start)
+            logger.info("run %s: GPUs %s (%s=%s)", run.pk, run.gpus, CUDA_ENV, os.environ.get(CUDA_ENV))
             result = train(
                 config,
                 sink=sink,
@@ -242,6 +263,14 @@ def _attempt(
 
 def _tail(tail: LogTail, exc: BaseException) -> str:
     return (tail.text() + "\n" + "".join(traceback.format_exception(exc))).strip()[-20_000:]
+
+
+def _release_quietly(run: Run) -> None:
+    """Free the attempt's GPUs; if the database is away, the next sweep frees them (gpus_prune)."""
+    try:
+        gpus_release(run_id=run.pk, attempt=run.attempts)
+    except Exception:
+        logger.exception("could not free the GPUs of run %s attempt %s", run.pk, run.attempts)
 
 
 def _close_quietly(sink: DatabaseSink) -> None:

@@ -96,12 +96,16 @@ class RunForm(TeamScopedFormMixin, forms.Form):
         widget=forms.Textarea(attrs={"rows": 8, "class": "json", "spellcheck": "false"}),
     )
 
-    LEAD = ("name", "model.path", "training.steps", "optimizer.lr", "rollout.samples_per_prompt", "queue")
+    LEAD = (
+        "name", "model.path", "training.steps", "optimizer.lr", "rollout.samples_per_prompt", "queue",
+        "resources.gpus",
+    )  # fmt: skip
     LEAD_LABELS = {
         "model.path": "Model",
         "training.steps": "Steps",
         "optimizer.lr": "Learning rate",
         "rollout.samples_per_prompt": "Group size",
+        "resources.gpus": "GPUs",
     }
     DESCRIPTION = ("notes", "tags")
     IDENTITY = ("name", "queue", *DESCRIPTION)

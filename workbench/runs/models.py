@@ -75,6 +75,7 @@ class Run(models.Model):
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     celery_task_id = models.CharField(max_length=64, blank=True)
     worker = models.CharField(max_length=200, blank=True)
+    gpus = models.JSONField(default=list, blank=True)  # the GPU indices its latest attempt got on `worker`
     attempts = models.PositiveIntegerField(default=0)
     cancel_requested = models.BooleanField(default=False)
     error = models.TextField(blank=True)

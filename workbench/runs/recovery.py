@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from workbench.celery_app import app as celery_app
+from workbench.jobs.gpus import gpus_prune, gpus_release
 
 from .lease import lease_expired_q
 from .models import RecoveryOutcome, Run, RunRecovery, RunStatus
@@ -33,6 +34,7 @@ def train_send(run: Run) -> None:
 
 def runs_sweep(*, sweeper: str, send: Callable[[Run], None] = train_send) -> list[RunRecovery]:
     """Hand on every run whose lease expired; returns what this sweeper did (others' runs are skipped)."""
+    gpus_prune()  # GPUs of attempts that are over, whichever way (a worker killed before freeing them)
     now = timezone.now()
     expired = list(Run.objects.filter(lease_expired_q(now)).values_list("pk", flat=True)[:SWEEP_BATCH])
     return [recovery for pk in expired if (recovery := _recover(pk, sweeper=sweeper, send=send))]
@@ -49,6 +51,7 @@ def _recover(run_id: int, *, sweeper: str, send: Callable[[Run], None]) -> RunRe
     current = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts)
     if not current.update(status=RunStatus.QUEUED, worker=""):
         return None
+    gpus_release(run_id=run.pk, attempt=run.attempts)  # the dead worker's hold on its GPUs
     recovery = _record(run, by=sweeper, outcome=RecoveryOutcome.REQUEUED)
     # Inside the transaction: a send that fails rolls the hand-over back and the next sweep tries again.
     # A worker that receives the task first waits on the row lock in its claim until this commits.
@@ -84,6 +87,7 @@ def _give_up(run: Run, *, by: str) -> RunRecovery | None:
     current = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts)
     if not current.update(status=RunStatus.FAILED, error=error, finished_at=timezone.now()):
         return None
+    gpus_release(run_id=run.pk, attempt=run.attempts)
     logger.error("run %s: %s", run.pk, error)
     return _record(run, by=by, outcome=RecoveryOutcome.GAVE_UP)
 

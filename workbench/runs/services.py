@@ -17,7 +17,9 @@ from django.utils import timezone
 from trainers.workbench_api import ConfigError, validate_config
 from workbench.accounts.access import require_role, team_id_of
 from workbench.accounts.models import Role
+from workbench.jobs.gpus import gpu_launch_error
 from workbench.jobs.queues import QUEUE_NAMES
+from workbench.jobs.selectors import workers_online
 
 from .bounds import OutOfBounds, run_config_bound
 from .models import Run, RunStatus, Tag
@@ -117,6 +119,8 @@ def run_create(
     )
     if missing:  # what the worker would refuse a moment after it starts
         raise ValidationError(missing)
+    if launch:
+        run_gpus_check(gpus=snapshot["resources"]["gpus"], queue=queue)
     run = Run(
         team=team,
         created_by=user,
@@ -137,6 +141,14 @@ def run_create(
     if launch:
         run_launch(run=run)
     return run
+
+
+def run_gpus_check(*, gpus: int, queue: str) -> None:
+    """Refuse a GPU request no live worker on the queue can meet (it would wait in the queue for ever).
+    With no live worker on the queue at all the run is accepted and waits; its page says why."""
+    error = gpu_launch_error(gpus=gpus, queue=queue, workers=workers_online())
+    if error:
+        raise ValidationError({"resources.gpus": [error]})
 
 
 def run_launch(*, run: Run) -> None:

@@ -8,6 +8,7 @@ from celery import shared_task
 from django.conf import settings
 
 from trainers.workbench_api import RolloutJob, RolloutWorkerState, run_config
+from workbench.jobs.gpus import GpusBusy
 
 from .execution import RunBusy, run_execute
 from .rollout_dispatch import CeleryDispatcher, rollout_weights_delete, rollout_weights_url
@@ -31,6 +32,8 @@ def train_run(self, run_id: int) -> str | None:
         )
     except RunBusy as exc:  # a duplicate delivery while the holder is alive: look again after the lease
         raise self.retry(exc=exc, countdown=settings.RUNS_LEASE_S, max_retries=None) from exc
+    except GpusBusy as exc:  # too few free GPUs here now: back to the queue, for this or another worker
+        raise self.retry(exc=exc, countdown=settings.RUNS_GPU_WAIT_S, max_retries=None) from exc
     if status is not None:  # the run ended (None: another attempt holds it and may still publish)
         rollout_weights_delete(run_id)
     return status

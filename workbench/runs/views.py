@@ -21,6 +21,7 @@ from .compare import compare_summary, config_diff, run_ids_param
 from .forms import RunForm, RunMetaForm, TrajectoryFilterForm, preset_choices
 from .freshness import cached, data_version, shared_response, status_version
 from .models import RunStatus
+from .placement import run_gpu_wait_note, run_gpus_asked
 from .series import series_keys, series_keys_union
 from .tokens import SHADINGS, has_entropies, turn_pieces
 
@@ -102,6 +103,8 @@ def run_detail(request, pk: int):
         "keys": series_keys(run=run),
         "config_json": json.dumps(run.config, indent=2, sort_keys=True),
         "can_write": role_at_least(role_for_team_id(request.user, run.team_id), Role.MEMBER),
+        "gpus_asked": run_gpus_asked(run),
+        "gpu_wait": run_gpu_wait_note(run=run),
     }
     return render(request, "runs/detail.html", context)
 

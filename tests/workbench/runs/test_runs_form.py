@@ -42,6 +42,7 @@ def test_the_form_leads_with_what_people_change_and_collapses_the_rest(client_fo
         "optimizer.lr",
         "rollout.samples_per_prompt",
         "queue",
+        "resources.gpus",
     ]
     sections = {section.name: section for section in form.sections()}
     in_sections = {field.name for section in sections.values() for field in section.fields}
