@@ -9,6 +9,7 @@ overlapping lists still never hand one GPU to two runs. The attempt's training p
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -20,6 +21,7 @@ from django.db.models import F, Q
 from workbench.jobs.models import GpuAssignment, WorkerHeartbeat
 from workbench.runs.models import RunStatus
 
+logger = logging.getLogger(__name__)
 GPUS_ENV = "WORKBENCH_GPUS"
 CUDA_ENV = "CUDA_VISIBLE_DEVICES"
 TAKE_TRIES = 3  # a concurrent claim that took one of the same GPUs: look again this many times
@@ -46,10 +48,19 @@ def gpu_list_setting(environ=os.environ) -> list[int] | None:
     return indices
 
 
+def _configured(environ=os.environ) -> list[int] | None:
+    """gpu_list_setting, where a malformed list hands out no GPU (logged) rather than stop the worker."""
+    try:
+        return gpu_list_setting(environ)
+    except ValueError as exc:
+        logger.error("%s; this worker hands out no GPU", exc)
+        return []
+
+
 def gpus_advertised(inventory: list[dict], environ=os.environ) -> list[dict]:
     """The GPUs this worker hands out: the inventory, or WORKBENCH_GPUS (a listed index the inventory does
     not know, as on a CPU test machine, is advertised by its index alone)."""
-    chosen = gpu_list_setting(environ)
+    chosen = _configured(environ)
     if chosen is None:
         return inventory
     known = {gpu["index"]: gpu for gpu in inventory}
@@ -64,7 +75,7 @@ def machine_of(worker: str) -> str:
 def worker_gpu_indices(worker: str) -> list[int]:
     """The GPUs `worker` (this process's Celery worker) hands out: WORKBENCH_GPUS, else its heartbeat's
     inventory (empty until the worker's probe has answered)."""
-    chosen = gpu_list_setting()
+    chosen = _configured()
     if chosen is not None:
         return chosen
     beat = WorkerHeartbeat.objects.filter(hostname=worker).values_list("gpus", flat=True).first()

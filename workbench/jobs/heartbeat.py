@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from trainers.workbench_api import sandbox_probe
 from workbench.jobs import services
-from workbench.jobs.gpus import gpu_list_setting, gpus_advertised
+from workbench.jobs.gpus import GPUS_ENV, gpus_advertised
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class Heartbeat(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
-        if gpu_list_setting() is not None:  # the operator's list is known before the probe answers
+        if GPUS_ENV in os.environ:  # the operator's list is known before the probe answers
             self.gpus = gpus_advertised([])
         self.beat()  # visible at once; the GPU probe takes a few seconds
         self.gpus = gpus_advertised(gpu_inventory())

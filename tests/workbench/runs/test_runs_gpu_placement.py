@@ -72,6 +72,7 @@ def test_the_gpu_list_comes_from_the_setting_else_the_inventory(monkeypatch):
     with pytest.raises(ValueError, match="GPU indices"):
         gpu_list_setting({GPUS_ENV: "all"})
     assert gpus_advertised(inventory, {}) == inventory
+    assert gpus_advertised(inventory, {GPUS_ENV: "all"}) == []  # a malformed list hands out none (logged)
     assert gpus_advertised(inventory, {GPUS_ENV: "1,2"}) == [
         inventory[1],
         {"index": 2, "name": GPUS_ENV, "memory_gb": None},
