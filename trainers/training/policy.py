@@ -100,15 +100,16 @@ class ValueHead(nn.Module):
         return self.linear(hidden).squeeze(-1)
 
 
-def response_hidden(model: nn.Module, batch: TokenBatch) -> torch.Tensor:
+def response_hidden(model: nn.Module, batch: TokenBatch, *, share_prompts: bool = True) -> torch.Tensor:
     """Last hidden state at the position that predicts each response token: [B, T, H].
 
-    When rows share a prompt (the samples of a group) each distinct prompt is encoded once.
+    When rows share a prompt (the samples of a group) each distinct prompt is encoded once, unless
+    `share_prompts` is False (ZeRO-3: every rank must call the decoder as often as the others).
     """
     decoder = model.get_decoder()
     prompts, row_of = distinct_prompts(batch.input_ids, batch.prompt_lengths)
     cache_arg = cache_argument(decoder)
-    if cache_arg is not None and len(prompts) < batch.size:
+    if share_prompts and cache_arg is not None and len(prompts) < batch.size:
         mask, lengths = batch.attention_mask, batch.prompt_lengths
         return shared_prompt_hidden(decoder, cache_arg, prompts, row_of, mask, lengths, batch.response_ids)
     hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
@@ -127,12 +128,14 @@ def forward_policy(
     with_entropy: bool = True,
     entropy_grad: bool = True,
     value_head: ValueHead | None = None,
+    share_prompts: bool = True,
 ) -> PolicyOutput:
     """Logprobs (and entropies, values) of the response tokens; the LM head sees response positions only.
 
     `entropy_grad=False` computes the entropy for metrics only, without an autograd graph.
+    `share_prompts=False` runs one decoder pass whatever the batch (see `response_hidden`).
     """
-    hidden = response_hidden(model, batch)
+    hidden = response_hidden(model, batch, share_prompts=share_prompts)
     logits = model.get_output_embeddings()(hidden).float()
     if temperature > 0 and temperature != 1.0:
         logits = logits / temperature  # the sampling distribution is the tempered one

@@ -30,6 +30,8 @@ class UpdateSettings:
     value_coef: float = 0.5  # PPO: weight of the value loss
     value_clip: float | None = 0.2  # PPO: clip range of the value loss
     temperature: float = 1.0  # logprobs under the tempered distribution the rollout sampled from
+    old_logprobs: str = "trainer"  # the ratio's old policy: trainer (recomputed) | sampler (the rollout's)
+    measure_mismatch: bool = False  # recompute the trainer's log-probs to report the sampler mismatch
 
     def minibatches(self, size: int) -> int:
         return max(1, -(-size // (self.minibatch_size or size)))
@@ -48,6 +50,7 @@ class UpdateInputs:
     old: PolicyOutput | None = None  # behaviour logprobs (and values); None = on-policy, use detached
     ref_logprobs: torch.Tensor | None = None
     returns: torch.Tensor | None = None
+    sampler_logprobs: torch.Tensor | None = None  # the rollout's own log-probs (truncated IS)
 
 
 def _rows(t: torch.Tensor | None, idx: torch.Tensor, width: int) -> torch.Tensor | None:
@@ -63,12 +66,13 @@ def _micro_loss(
     settings: UpdateSettings,
     value_head: ValueHead | None,
     counts: dict[str, float],
+    share_prompts: bool = True,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     micro = inputs.batch.select(idx)
     width = micro.response_ids.shape[1]
     out = forward_policy(
         model, micro, temperature=settings.temperature, value_head=value_head,
-        entropy_grad=loss_config.entropy_coef != 0,
+        entropy_grad=loss_config.entropy_coef != 0, share_prompts=share_prompts,
     )  # fmt: skip
     old_logp = _rows(inputs.old.logprobs, idx, width) if inputs.old is not None else out.logprobs.detach()
     result = policy_objective(
@@ -79,6 +83,7 @@ def _micro_loss(
         mask=micro.response_mask,
         ref_logp=_rows(inputs.ref_logprobs, idx, width),
         entropy=out.entropy,
+        sampler_logp=_rows(inputs.sampler_logprobs, idx, width),
         **counts,
     )
     loss, stats = result.loss, dict(result.stats)
@@ -140,11 +145,14 @@ class Shard:
     micro-batches on every rank (ZeRO-3 gathers parameters in every forward, so ranks must run as
     many); a rank whose micro-batch is empty runs a zero loss. `micro_batch_size` bounds a
     micro-batch's trajectories (memory); None = `grad_accumulation` micro-batches per minibatch.
+    `share_prompts`: encode a group's shared prompt once; ZeRO-3 turns it off, as it makes the number
+    of decoder calls depend on a rank's data.
     """
 
     rank: int = 0
     world: int = 1
     micro_batch_size: int | None = None
+    share_prompts: bool = True
 
     def micro_batches(self, minibatch: torch.Tensor, grad_accumulation: int) -> list[torch.Tensor]:
         per_rank = -(-len(minibatch) // self.world)
@@ -217,7 +225,7 @@ def ppo_update(
                     continue
                 loss, stats = _micro_loss(
                     model, inputs, micro, loss_config=loss_config, settings=settings,
-                    value_head=value_head, counts=counts,
+                    value_head=value_head, counts=counts, share_prompts=shard.share_prompts,
                 )  # fmt: skip
                 stepper.backward(loss * shard.world if shard.world > 1 else loss, last=last)
                 for key, value in stats.items():

@@ -163,6 +163,18 @@ def test_zero2_on_two_ranks_trains_like_one_process(setup, reference, zero2):
     assert len(read_jsonl(zero2 / "trajectories.jsonl")) == STEPS * 16
 
 
+def test_zero3_on_two_ranks_trains_like_one_process_and_its_checkpoint_resumes_exactly(
+    setup, reference, tmp_path
+):
+    """ZeRO-3 shards the parameters too: rollouts gather them once, checkpoints consolidate them."""
+    out = tmp_path / "zero3"
+    config = write_config(setup, out, engine="deepspeed", stage=3)
+    check(subprocess.run(torchrun(["--standalone", "--nproc_per_node", "2"], config), env=env(),
+                         capture_output=True, text=True, timeout=300))  # fmt: skip
+    assert_same_run(out, reference, setup["model"])
+    assert_single_process_resumes(setup, reference, checkpoint_dir(out, 2), tmp_path / "resumed")
+
+
 def test_two_torchrun_agents_with_c10d_rendezvous_train_like_one_process(setup, reference, tmp_path):
     """Two "nodes" of one rank each on this machine, meeting at a c10d rendezvous as on two machines;
     micro_batch_size 1 splits each rank's shard into 4 micro-batches: the gradient is the same."""
@@ -189,22 +201,23 @@ def test_zero_checkpoint_is_plain_and_the_single_process_engine_resumes_it_exact
     state = load_trainer_state(checkpoint_dir(zero2, 2))
     assert {"exp_avg", "exp_avg_sq", "step"} <= set(state["optimizer"]["state"][0])
     # the single-process engine continues the ZeRO-2 run from its step-2 checkpoint
-    out = tmp_path / "run"
+    assert_single_process_resumes(setup, reference, checkpoint_dir(zero2, 2), tmp_path / "run")
+
+
+def assert_single_process_resumes(setup, reference: Path, checkpoint: Path, out: Path) -> None:
+    """The single-process engine continues `checkpoint` (step 2) into the reference's step 3."""
     config = validate_config(json.loads(write_config(setup, out).read_text()))
     torch.set_num_threads(1)
     trainer = build_trainer(config)
-    trainer.resume(checkpoint_dir(zero2, 2))
+    trainer.resume(checkpoint)
     assert trainer.step == 2
     trainer.train()
     step3 = read_jsonl(out / "metrics.jsonl")[-1]
     expected = read_jsonl(reference / "metrics.jsonl")[-1]
     for key in COMPARED:
         assert step3[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-7), key
-    start, ours, theirs = (
-        load_file(setup["model"] / "model.safetensors"),
-        weights(out, 3),
-        weights(reference, 3),
-    )
+    start = load_file(setup["model"] / "model.safetensors")
+    ours, theirs = weights(out, 3), weights(reference, 3)
     for key, value in theirs.items():
         moved = float((value - start[key]).abs().max())
         assert float((ours[key] - value).abs().max()) <= 0.01 * moved, key

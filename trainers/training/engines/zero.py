@@ -84,6 +84,9 @@ class _Stepper:
         self.engine = engine
 
     def backward(self, loss: torch.Tensor, *, last: bool) -> None:
+        # What DeepSpeedEngine.forward does first; the policy's forward calls the decoder and the LM head
+        # itself. Without it ZeRO-3 counts every micro-batch as the first and keeps only the last gradient.
+        self.engine.optimizer.clear_backward_seen_flag()
         self.engine.set_gradient_accumulation_boundary(last)
         self.engine.backward(loss, scale_wrt_gas=False)
 
@@ -190,7 +193,9 @@ class DeepSpeedEngine(TrainingEngine):
         settings: UpdateSettings,
         generator: torch.Generator,
     ) -> dict[str, float]:
-        shard = Shard(self.rank, self.world, self.config.micro_batch_size)
+        shard = Shard(
+            self.rank, self.world, self.config.micro_batch_size, share_prompts=self.config.stage != 3
+        )
         return ppo_update(
             self.model, None, inputs, loss_config=loss_config, settings=settings, value_head=self.value_head,
             generator=generator, stepper=self.stepper, shard=shard, sum_ranks=self._sum_ranks,
