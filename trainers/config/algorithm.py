@@ -127,6 +127,36 @@ class LossConfig(BaseModel):
         }
 
 
+class MismatchConfig(BaseModel):
+    """Train-inference mismatch: the sampler's log-probs (vLLM's kernels, another dtype) differ from the
+    trainer's for the same tokens. Truncated importance sampling (Yao et al. 2025, verl's TIS) weights
+    each token's policy loss by min(exp(logp_trainer_old - logp_sampler), tis_cap)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    old_logprobs: Literal["trainer", "sampler"] = Field(
+        "trainer",
+        description="the old policy of the clipped ratio: the trainer's recomputed log-probs, or the"
+        " sampler's as they came with the rollout",
+    )
+    tis_cap: float | None = Field(
+        None, ge=1.0, description="truncated importance sampling cap C (e.g. 2); none = off"
+    )
+    measure: bool = Field(
+        False,
+        description="report rollout/logprob_mismatch_mean and _max also when nothing else needs the"
+        " trainer's log-probs before the update (one more forward pass; always on with vLLM or TIS)",
+    )
+
+    @model_validator(mode="after")
+    def _tis_needs_trainer(self) -> MismatchConfig:
+        if self.tis_cap is not None and self.old_logprobs == "sampler":
+            raise ValueError(
+                "mismatch.tis_cap corrects towards the trainer's log-probs: old_logprobs: trainer"
+            )
+        return self
+
+
 class ZeroTIRBandFilter(BaseModel):
     """ZeroTIR: drop groups whose accuracy is above `high` or below `low`."""
 

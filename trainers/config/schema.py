@@ -11,12 +11,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trainers.backends.sampling import SamplingParams
-from trainers.config.algorithm import AlgorithmConfig, FilterConfig, LossConfig
+from trainers.config.algorithm import AlgorithmConfig, FilterConfig, LossConfig, MismatchConfig
 from trainers.config.sections import (
     CheckpointConfig,
     DataConfig,
     EchoTrapSection,
     EvaluationConfig,
+    GenerationConfig,
     ModelConfig,
     OptimizerConfig,
     ResourcesConfig,
@@ -60,12 +61,18 @@ class RunConfig(BaseModel):
     tools: list[ToolBindingConfig] = Field(default_factory=list, description="tools the policy may call")
     limits: RolloutLimits = Field(default_factory=RolloutLimits, description="call, turn and token budgets")
     sampling: SamplingParams = Field(default_factory=SamplingParams, description="rollout sampling")
+    generation: GenerationConfig = Field(
+        default_factory=GenerationConfig, description="the generation backend: hf or vllm"
+    )
     rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="prompts and samples per step")
     reward: RewardDefinition = Field(
         default_factory=_default_reward, description="weighted reward components"
     )
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig, description="advantage estimator")
     loss: LossConfig = Field(default_factory=LossConfig, description="policy, KL, entropy and value losses")
+    mismatch: MismatchConfig = Field(
+        default_factory=MismatchConfig, description="sampler vs trainer log-probs: old policy, TIS, metric"
+    )
     filters: list[FilterConfig] = Field(default_factory=list, description="group filters, applied in order")
     optimizer: OptimizerConfig = Field(
         default_factory=OptimizerConfig, description="optimiser and lr schedule"

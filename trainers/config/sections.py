@@ -121,6 +121,40 @@ class RolloutConfig(BaseModel):
     )
 
 
+class VLLMConfig(BaseModel):
+    """The vLLM engine, colocated with training on the same GPU(s) (trainers.backends.vllm)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu_memory_utilization: float = Field(
+        0.5, gt=0.0, le=1.0, description="share of each GPU's memory vLLM takes (weights and KV cache)"
+    )
+    tensor_parallel_size: int = Field(1, ge=1, le=64, description="GPUs one engine shards the model over")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="engine dtype")
+    max_model_len: int | None = Field(None, ge=16, description="longest context; none = the model's")
+    enable_prefix_caching: bool = Field(True, description="reuse cached blocks of a shared prompt prefix")
+    sleep: bool = Field(
+        True, description="free the engine's GPU memory while the trainer updates (vLLM sleep mode)"
+    )
+    sleep_level: int = Field(
+        1, ge=1, le=2, description="1: offload weights to CPU memory while asleep; 2: drop them (reloaded)"
+    )
+    enforce_eager: bool = Field(False, description="no CUDA graphs (faster start, slower decoding)")
+
+
+class GenerationConfig(BaseModel):
+    """What samples the rollouts: the Hugging Face backend or a vLLM engine."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["hf", "vllm"] = Field(
+        "hf",
+        description="hf: our sampling loop over the trainer's model (CPU or GPU); vllm: a vLLM engine on"
+        " the GPU, loaded with the trainer's weights after every update (requirements-gpu.txt)",
+    )
+    vllm: VLLMConfig = Field(default_factory=VLLMConfig, description="the vLLM engine, when backend is vllm")
+
+
 class OptimizerConfig(BaseModel):
     """AdamW and its learning-rate schedule."""
 

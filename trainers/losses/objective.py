@@ -12,7 +12,7 @@ import torch
 from trainers.losses.aggregate import Aggregation, aggregate, masked_mean
 from trainers.losses.entropy import entropy_from_logits
 from trainers.losses.kl import KLKind, kl_penalty
-from trainers.losses.policy import LossOutput, clipped_surrogate
+from trainers.losses.policy import MAX_LOG_RATIO, LossOutput, clipped_surrogate
 from trainers.metrics import keys
 
 
@@ -26,6 +26,7 @@ class PolicyLossConfig:
     kl_kind: KLKind = "none"  # KL to the frozen reference: k1 | k2 | k3 | none
     kl_coef: float = 0.0  # beta (ToRL and DAPO: 0)
     entropy_coef: float = 0.0  # weight of the entropy bonus (subtracted from the loss)
+    tis_cap: float | None = None  # truncated IS: token weights min(exp(old_logp - sampler_logp), cap)
 
 
 def policy_objective(
@@ -40,9 +41,19 @@ def policy_objective(
     entropy: torch.Tensor | None = None,
     token_count: float | None = None,
     seq_count: float | None = None,
+    sampler_logp: torch.Tensor | None = None,
 ) -> LossOutput:
-    """All [B, T] on response tokens; entropy from per-token `entropy` or from `logits` [B, T, V]."""
+    """All [B, T] on response tokens; entropy from per-token `entropy` or from `logits` [B, T, V].
+
+    With `config.tis_cap` and the sampler's log-probs `sampler_logp`, each token's surrogate is weighted
+    by min(exp(old_logp - sampler_logp), tis_cap): truncated importance sampling between the policy
+    that sampled (vLLM) and the trainer's old policy (Yao et al. 2025, "Your efficient RL framework
+    secretly brings you off-policy RL training")."""
     agg_kwargs = {"token_count": token_count, "seq_count": seq_count, "norm_constant": config.norm_constant}
+    is_weights = None
+    if config.tis_cap is not None and sampler_logp is not None:
+        log_w = (old_logp.detach() - sampler_logp).clamp(max=MAX_LOG_RATIO)
+        is_weights = torch.exp(log_w).clamp(max=config.tis_cap)
     out = clipped_surrogate(
         logp,
         old_logp,
@@ -52,9 +63,12 @@ def policy_objective(
         eps_high=config.eps_high,
         dual_clip=config.dual_clip,
         agg=config.agg,
+        is_weights=is_weights,
         **agg_kwargs,
     )
     loss, stats = out.loss, dict(out.stats)
+    if is_weights is not None:
+        stats[keys.LOSS_TIS_WEIGHT] = float(masked_mean(is_weights, mask))
     if config.kl_kind != "none" and (config.kl_coef or ref_logp is not None):
         if ref_logp is None:
             raise ValueError("a KL term needs ref_logp, the frozen reference policy's log-probs")

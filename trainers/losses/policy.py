@@ -31,9 +31,13 @@ def clipped_surrogate(
     eps_high: float = 0.2,
     dual_clip: float | None = None,
     agg: Aggregation = "token_mean",
+    is_weights: torch.Tensor | None = None,
     **agg_kwargs: Any,
 ) -> LossOutput:
-    """-min(rho A, clip(rho, 1-eps_low, 1+eps_high) A), and for A < 0 at most -c A (dual clip)."""
+    """-min(rho A, clip(rho, 1-eps_low, 1+eps_high) A), and for A < 0 at most -c A (dual clip).
+
+    `is_weights` [B, T] (constants, e.g. truncated importance sampling's min(pi_old / pi_sampler, C))
+    multiply each token's clipped loss."""
     if dual_clip is not None and dual_clip <= 1.0:
         raise ValueError(f"dual_clip must be > 1, got {dual_clip}")
     keep = mask > 0
@@ -47,6 +51,8 @@ def clipped_surrogate(
     if dual_clip is not None:
         dual_active = (adv < 0) & (per_token > -adv * dual_clip)
         per_token = torch.where(dual_active, -adv * dual_clip, per_token)
+    if is_weights is not None:
+        per_token = per_token * torch.where(keep, is_weights.detach(), 0.0)
     loss = aggregate(per_token, mask, agg, **agg_kwargs)
     with torch.no_grad():
         # low clip binds only when A < 0 (the min picks the clipped term), high clip only when A > 0

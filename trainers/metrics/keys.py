@@ -34,6 +34,7 @@ LOSS_CLIPFRAC_DUAL = "loss/clipfrac_dual"
 LOSS_VALUE = "loss/value"
 LOSS_VALUE_CLIPFRAC = "loss/value_clipfrac"
 LOSS_GRAD_NORM = "loss/grad_norm"
+LOSS_TIS_WEIGHT = "loss/tis_weight"  # mean truncated-IS weight min(pi_old / pi_sampler, C) over policy tokens
 
 # Throughput and time split (the loop).
 TOKENS_PER_S = "perf/tokens_per_s"
@@ -54,6 +55,10 @@ ROLLOUT_RESENT = "rollout/resent"  # jobs sent again (their worker died, timed o
 ROLLOUT_PUBLISH_S = "rollout/publish_s"  # publishing the policy's weights for this step
 ROLLOUT_JOB_S_MEDIAN = "rollout/job_s_median"  # a job's time on its worker, weight loading included
 ROLLOUT_DISPATCH_S = "rollout/dispatch_s"  # from sending the jobs to the last result
+
+# Train-inference mismatch: |sampler log-prob - trainer log-prob| of the sampled tokens, before the update.
+LOGPROB_MISMATCH_MEAN = "rollout/logprob_mismatch_mean"  # mean over policy tokens
+LOGPROB_MISMATCH_MAX = "rollout/logprob_mismatch_max"  # the largest of the step
 
 # The update's inputs (the loop).
 TRAIN_TRAJECTORIES = "train/trajectories"  # trajectories that reached the update, after the filters

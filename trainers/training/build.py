@@ -11,7 +11,9 @@ from typing import Any
 import torch
 
 from trainers.advantages import ESTIMATORS
+from trainers.backends.base import GenerationBackend
 from trainers.backends.hf import HFBackend
+from trainers.backends.vllm import VLLMBackend, VLLMOptions, build_llm
 from trainers.config.algorithm import filter_kwargs
 from trainers.config.schema import RunConfig
 from trainers.filters import FILTERS
@@ -113,6 +115,26 @@ def _rollouts(
     )  # fmt: skip
 
 
+def _backend(config: RunConfig, model: Any, tokenizer: Any) -> GenerationBackend:
+    """The rollouts' sampler: the HF backend over the live model, or a vLLM engine on the GPU that takes
+    the live model's weights after every update (`generation.backend`)."""
+    if config.generation.backend == "hf":
+        return HFBackend(model, tokenizer)
+    if not config.model.device.startswith(("cuda", "auto")):
+        raise ValueError("generation.backend 'vllm' runs on CUDA GPUs: set model.device to cuda or auto")
+    options = VLLMOptions(**config.generation.vllm.model_dump())
+    path, tokenizer_path = resolve_model_path(config), config.model.tokenizer_path
+    llm = build_llm(path, options, tokenizer_path=tokenizer_path, seed=config.seed)
+    return VLLMBackend(llm, tokenizer, policy=model, options=options)
+
+
+def _measures_mismatch(config: RunConfig) -> bool:
+    """Whether the trainer recomputes its log-probs before the update to report the sampler's mismatch:
+    asked for, needed by truncated IS, or sampling with vLLM (whose kernels differ from the trainer's)."""
+    mismatch = config.mismatch
+    return mismatch.measure or mismatch.tis_cap is not None or config.generation.backend == "vllm"
+
+
 def _checkpoint_every(config: RunConfig) -> int:
     """The checkpoint schedule; evaluations run as jobs (evaluation.runner) read a checkpoint at every one of
     their steps, so the trainer also writes one there."""
@@ -138,7 +160,7 @@ def build_trainer(
         model, tokenizer = load_config_policy(config)
     device = "cuda" if config.model.device == "auto" and torch.cuda.is_available() else config.model.device
     model.to("cpu" if device == "auto" else device)
-    backend = HFBackend(model, tokenizer)
+    backend = _backend(config, model, tokenizer)
     bindings = [binding.model_dump() for binding in config.tools]
     engine = RolloutEngine(
         backend, config.template.name, bindings, config.limits, config.sampling,
@@ -156,6 +178,8 @@ def build_trainer(
     )
     if isinstance(rollouts, RemoteRollouts):
         rollouts.watch(optimizer)  # a new weight version after every update
+    if isinstance(backend, VLLMBackend):
+        backend.watch(optimizer)  # the engine loads the policy's weights at the next rollout
     needs_reference = config.loss.kl != "none" or estimator.needs_kl
     training = config.training
     settings = LoopSettings(
@@ -178,7 +202,10 @@ def build_trainer(
         engine=rollouts,
         reward=config.reward,
         estimator=estimator,
-        loss_config=PolicyLossConfig(**config.loss.policy_loss_kwargs(config.limits.max_total_new_tokens)),
+        loss_config=PolicyLossConfig(
+            **config.loss.policy_loss_kwargs(config.limits.max_total_new_tokens),
+            tis_cap=config.mismatch.tis_cap,
+        ),
         update=UpdateSettings(
             ppo_epochs=training.ppo_epochs,
             minibatch_size=training.minibatch_size,
@@ -187,6 +214,8 @@ def build_trainer(
             value_coef=config.loss.value_coef,
             value_clip=config.loss.value_clip,
             temperature=config.sampling.temperature or 1.0,
+            old_logprobs=config.mismatch.old_logprobs,
+            measure_mismatch=_measures_mismatch(config),
         ),
         optimizer=optimizer,
         scheduler=scheduler,

@@ -30,7 +30,8 @@ from trainers.training.checkpoint import checkpoint_dir
 from trainers.training.data import PromptSampler
 from trainers.training.engines import TrainingEngine
 from trainers.training.evaluate import Evaluator
-from trainers.training.policy import ValueHead, collate, forward_policy
+from trainers.training.mismatch import mismatch_metrics, sampler_logprobs
+from trainers.training.policy import PolicyOutput, ValueHead, collate, forward_policy
 from trainers.training.sinks import Sink
 from trainers.training.update import UpdateInputs, UpdateSettings
 from trainers.trajectory import Trajectory
@@ -269,7 +270,12 @@ class Trainer:
     def learn(self, trajectories: list[Trajectory]) -> dict[str, float]:
         batch = collate(trajectories, self.pad_id)
         temperature = self.update.temperature
-        needs_old = self.update.reuses_samples(batch.size) or self.value_head is not None
+        sampled = sampler_logprobs(trajectories, batch.response_ids.shape[1])
+        needs_old = (
+            self.update.reuses_samples(batch.size)
+            or self.value_head is not None
+            or (sampled is not None and self.update.measure_mismatch)
+        )
         old = ref_logprobs = None
         with torch.no_grad():
             if needs_old:
@@ -300,11 +306,17 @@ class Trainer:
         )
         result = self.estimator.compute(adv_batch)
         write_advantages(trajectories, result)
-        inputs = UpdateInputs(batch, result.advantages, old, ref_logprobs, result.returns)
+        mismatch = {}  # measured before `old` may become the sampler's own log-probs
+        if old is not None and sampled is not None:
+            mismatch = mismatch_metrics(old.logprobs, sampled, batch.response_mask)
+        if sampled is not None and self.update.old_logprobs == "sampler":
+            old = PolicyOutput(sampled, None, old.values if old is not None else None)
+        inputs = UpdateInputs(batch, result.advantages, old, ref_logprobs, result.returns, sampled)
         generator = torch.Generator().manual_seed(self.settings.seed * 7919 + self.step)
         stats = self.training_engine.update(
             inputs, loss_config=self.loss_config, settings=self.update, generator=generator
         )
+        stats.update(mismatch)
         stats[keys.ADVANTAGE_MEAN_ABS] = float(
             (result.advantages.abs() * batch.response_mask).sum() / batch.response_mask.sum().clamp(min=1)
         )

@@ -12,6 +12,7 @@ window.RunCharts = (() => {
     { id: "clip", title: "Clip fraction", keys: ["loss/clipfrac_low", "loss/clipfrac_high", "loss/clipfrac_dual"] },
     { id: "length", title: "Response length (tokens)", keys: ["rollout/response_length", "rollout/response_length_max"] },
     { id: "turns", title: "Turns per trajectory", keys: ["rollout/turns", "rollout/truncated_frac"] },
+    { id: "mismatch", title: "Sampler vs trainer log-prob gap", keys: ["rollout/logprob_mismatch_mean", "rollout/logprob_mismatch_max"] },
     { id: "tool-calls", title: "Tool calls per trajectory (by tool)", keys: ["tools/calls_per_traj"], prefix: "tools/calls/" },
     { id: "tool-success", title: "Tool success rate", keys: ["tools/success_rate", "tools/parse_error_rate"] },
     { id: "filtered", title: "Fraction of groups filtered", keys: ["filter/filtered_frac"] },
