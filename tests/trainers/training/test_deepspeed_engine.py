@@ -251,38 +251,36 @@ def _rank_process(launcher: subprocess.Popen, rank: int):
 def test_a_killed_rank_fails_the_run_in_bounded_time_and_it_resumes_with_every_step_once(setup, tmp_path):
     """python -m trainers train launches torchrun itself; SIGKILL rank 1 after the step-1 checkpoint:
     the group exits non-zero (no hang), and --resume finishes from the last checkpoint."""
-    out = tmp_path / "run"
+    out, steps = tmp_path / "run", 8  # steps enough that rank 1 is killed well before the end
     config = write_config(setup, out, engine="deepspeed", stage=2, timeout_s=30)
     data = json.loads(config.read_text())
     data["reward"] = {"components": [{"name": "overlong", "params": {"max_length": 8, "cache_length": 8}}]}
+    data["training"]["steps"], data["checkpoint"]["keep"] = steps, 2
     config.write_text(json.dumps(data))
     command = [sys.executable, "-m", "trainers", "train", str(config), "--threads", "1"]
+    log = (tmp_path / "first.log").open("w")  # a file: a full pipe would stall the ranks
     launcher = subprocess.Popen(
-        command,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
+        command, env=env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
     try:
         deadline = time.monotonic() + 240
         while latest_checkpoint(out) is None and launcher.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
+            time.sleep(0.05)
         rank1 = _rank_process(launcher, 1)
-        assert rank1 is not None, launcher.stdout.read() if launcher.poll() is not None else "no rank 1"
+        assert rank1 is not None, (tmp_path / "first.log").read_text()[-4000:]
         rank1.send_signal(signal.SIGKILL)
         # the survivor's next collective fails at once (the peer's socket closes) or after timeout_s
         code = launcher.wait(timeout=30 + 60)
     finally:
         if launcher.poll() is None:
             os.killpg(launcher.pid, signal.SIGKILL)
+        log.close()
     assert code != 0
     done = int(latest_checkpoint(out).name.split("_")[1])
-    assert 1 <= done < STEPS
+    assert 1 <= done < steps
     resumed = subprocess.run([*command, "--resume"], env=env(), capture_output=True, text=True, timeout=300)
     check(resumed)
-    assert json.loads(resumed.stdout.strip().splitlines()[-1])["steps"] == STEPS
-    steps = [m["step"] for m in read_jsonl(out / "metrics.jsonl")]
-    assert steps[-(STEPS - done) :] == list(range(done + 1, STEPS + 1))
-    assert load_trainer_state(latest_checkpoint(out))["step"] == STEPS
+    assert json.loads(resumed.stdout.strip().splitlines()[-1])["steps"] == steps
+    logged = [m["step"] for m in read_jsonl(out / "metrics.jsonl")]
+    assert logged[-(steps - done) :] == list(range(done + 1, steps + 1))
+    assert load_trainer_state(latest_checkpoint(out))["step"] == steps

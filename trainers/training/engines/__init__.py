@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -138,8 +139,16 @@ def torchrun_command(ranks: int, module_args: Sequence[str]) -> list[str]:
 
 
 def launch(ranks: int, module_args: Sequence[str]) -> int:
-    """Run the command under torchrun and wait; its exit status (non-zero when any rank failed)."""
-    return subprocess.call(torchrun_command(ranks, module_args))
+    """Run the command under torchrun and wait; its exit status (non-zero when any rank failed).
+
+    SIGTERM is passed on to torchrun, which passes it to the ranks: they stop after the current step
+    with a checkpoint, as one process does (Ctrl-C reaches them all from the terminal)."""
+    child = subprocess.Popen(torchrun_command(ranks, module_args))
+    previous = signal.signal(signal.SIGTERM, lambda sig, _frame: child.send_signal(sig))
+    try:
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
