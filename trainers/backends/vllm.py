@@ -111,12 +111,14 @@ class VLLMBackend(GenerationBackend):
         policy: torch.nn.Module | None = None,
         options: VLLMOptions = VLLMOptions(),
         api: Any = None,
+        loaded: bool = False,
     ) -> None:
+        """`loaded`: the engine was built from the policy's current weights (else they load at the
+        first rollout: the engine read model.path, and a live policy may differ, e.g. after SFT)."""
         self.llm, self.tokenizer, self.policy, self.options = llm, tokenizer, policy, options
         self.api = api or vllm_api()
         self.asleep = False
-        # the engine loaded model.path; a live policy may already differ (an SFT warm start)
-        self.stale = policy is not None
+        self.stale = policy is not None and not loaded
         self.weight_loads = 0
         if policy is not None and options.sleep:
             # the trainer's first forward after a rollout frees the GPU memory the engine holds; on the
@@ -125,9 +127,10 @@ class VLLMBackend(GenerationBackend):
 
     def watch(self, optimizer: torch.optim.Optimizer) -> None:
         """Mark the engine's weights stale after every step of `optimizer` (the policy's)."""
-        optimizer.register_step_post_hook(lambda *_: self._updated())
+        optimizer.register_step_post_hook(lambda *_: self.policy_updated())
 
-    def _updated(self) -> None:
+    def policy_updated(self) -> None:
+        """The policy's weights changed: the engine loads them before it samples again."""
         self.stale = True
 
     # --- GenerationBackend -----------------------------------------------------------------------

@@ -84,10 +84,11 @@ class JobFailed(Exception):
 
 def rollout_spec(
     template: str, prompt_source: str | None, tools: list[dict], limits: Any, sampling: SamplingParams,
-    device: str = "cpu",
+    device: str = "cpu", generation: dict[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """What a worker needs besides the weights to roll out exactly as the trainer's engine would."""
-    return {
+    """What a worker needs besides the weights to roll out exactly as the trainer's engine would;
+    `generation` (the config's section) only when it is not the HF backend."""
+    spec = {
         "template": template,
         "prompt_source": prompt_source,
         "tools": [binding if isinstance(binding, str) else dict(binding) for binding in tools],
@@ -95,6 +96,9 @@ def rollout_spec(
         "sampling": sampling.model_dump(),
         "device": device,
     }
+    if generation is not None and generation.get("backend", "hf") != "hf":
+        spec["generation"] = dict(generation)
+    return spec
 
 
 # --- the worker side -------------------------------------------------------------------------------
@@ -105,6 +109,7 @@ class _Loaded:
     backend: Any
     version: int
     engines: dict[str, Any] = field(default_factory=dict)  # spec (without sampling) -> RolloutEngine
+    workdir: Any = None  # a vLLM engine's model directory, kept while the engine lives
 
 
 class RolloutWorkerState:
@@ -139,17 +144,15 @@ class RolloutWorkerState:
         key = f"{job.run_key}@{job.weights_url}"  # run ids repeat across databases; their stores do not
         loaded = self.loaded.pop(key, None)
         if loaded is None:
-            from trainers.backends.hf import HFBackend
-
             with _BUILD_LOCK:
                 model, tokenizer = load_published_policy(store, job.weights_prefix, job.weight_version)
-            device = job.spec.get("device", "cpu")
-            model.to(device if device != "auto" else _auto_device())
-            loaded = _Loaded(model, tokenizer, HFBackend(model, tokenizer), job.weight_version)
+            loaded = _load_backend(job, store, model, tokenizer)
             self.loads += 1
         elif loaded.version != job.weight_version:
             load_version(store, job.weights_prefix, job.weight_version, loaded.model)
             loaded.version = job.weight_version
+            if hasattr(loaded.backend, "policy_updated"):  # a vLLM engine takes the new weights next
+                loaded.backend.policy_updated()
             self.loads += 1
         self.loaded[key] = loaded  # most recently used last
         while len(self.loaded) > self.max_runs:
@@ -167,6 +170,33 @@ class RolloutWorkerState:
                 prompt_source=spec.get("prompt_source"),
             )  # fmt: skip
         return loaded.engines[key]
+
+
+def _load_backend(job: RolloutJob, store: Any, model: Any, tokenizer: Any) -> _Loaded:
+    """The worker's policy and backend for a run: the HF backend over the model on the spec's device, or
+    (`generation.backend: vllm`) a vLLM engine built from the job's weight version, which takes each
+    later version from the model (kept on the CPU) without a restart."""
+    generation = job.spec.get("generation") or {}
+    if generation.get("backend", "hf") == "hf":
+        from trainers.backends.hf import HFBackend
+
+        device = job.spec.get("device", "cpu")
+        model.to(device if device != "auto" else _auto_device())
+        return _Loaded(model, tokenizer, HFBackend(model, tokenizer), job.weight_version)
+    import tempfile
+    from pathlib import Path
+
+    from trainers.backends.vllm import VLLMBackend, VLLMOptions, build_llm
+    from trainers.storage.weights import TOKENIZER, fetch_version
+
+    workdir = tempfile.TemporaryDirectory(prefix="vllm-policy-")
+    local = fetch_version(store, job.weights_prefix, job.weight_version, Path(workdir.name) / "model")
+    tokenizer_dir = store.get_dir(f"{job.weights_prefix}/{TOKENIZER}", Path(workdir.name) / TOKENIZER)
+    options = VLLMOptions(**{**generation.get("vllm", {}), "sleep": False})  # nothing trains here
+    with _BUILD_LOCK:
+        llm = build_llm(local, options, tokenizer_path=tokenizer_dir, seed=job.seed or 0)
+    backend = VLLMBackend(llm, tokenizer, policy=model, options=options, loaded=True)
+    return _Loaded(model, tokenizer, backend, job.weight_version, workdir=workdir)
 
 
 def _auto_device() -> str:

@@ -105,7 +105,7 @@ def _rollouts(
         return engine
     spec = rollout_spec(
         config.template.name, config.template.source, engine.tool_bindings, config.limits, config.sampling,
-        config.model.device,
+        config.model.device, config.generation.model_dump(),
     )  # fmt: skip
     rollout = config.rollout
     return RemoteRollouts(
