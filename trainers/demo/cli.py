@@ -1,4 +1,8 @@
-"""`python -m trainers demo --seed S --out DIR`: SFT then GRPO with a calculator; prints before/after."""
+"""`python -m trainers demo --seed S --out DIR`: SFT then GRPO with a calculator; prints before/after.
+
+`--env frozenlake|sokoban --estimator grpo|gigpo` runs the multi-turn recipe instead (`--task` is the
+older spelling of `--env`).
+"""
 
 from __future__ import annotations
 
@@ -7,42 +11,48 @@ import dataclasses
 
 from trainers.demo.settings import DemoSettings
 
+ENVS = ["calculator", "frozenlake", "sokoban"]
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="the CPU demo: a tiny model learns to use a calculator")
     parser.add_argument("--seed", type=int, default=0, help="model, SFT and RL seed")
     parser.add_argument("--out", default="runs/demo", help="output directory")
-    tasks = ["calculator", "frozenlake"]
-    parser.add_argument("--task", choices=tasks, default="calculator", help="frozenlake: multi-turn RL")
-    parser.add_argument("--estimator", default="gigpo", help="frozenlake only: grpo or gigpo")
+    parser.add_argument("--env", "--task", dest="env", choices=ENVS, default="calculator",
+                        help="frozenlake or sokoban: the multi-turn recipe")  # fmt: skip
+    parser.add_argument("--estimator", choices=["grpo", "gigpo"], default="gigpo", help="multi-turn only")
     defaults = DemoSettings()
     for f in dataclasses.fields(DemoSettings):
         if f.name in ("seed",):
             continue
         kind = int if f.type in ("int", "int | None") else float
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=getattr(defaults, f.name))
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=None,
+                            help=f"default {getattr(defaults, f.name)} (calculator)")  # fmt: skip
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
-    from trainers.demo.frozenlake import run_lake_demo
+    if args.env != "calculator":
+        return run_multiturn(args)
     from trainers.demo.recipe import run_demo
 
-    if args.task == "frozenlake":
-        if args.threads:
-            import torch
-
-            torch.set_num_threads(args.threads)
-        print(
-            json.dumps(
-                run_lake_demo(args.out, estimator=args.estimator, seed=args.seed, rl_steps=args.rl_steps)
-            )
-        )
-        return 0
     names = {f.name for f in dataclasses.fields(DemoSettings)}
-    settings = DemoSettings(**{k: v for k, v in vars(args).items() if k in names})
+    settings = DemoSettings(**{k: v for k, v in vars(args).items() if k in names and v is not None})
     report = run_demo(settings, args.out)
+    print(report.table())
+    return 0
+
+
+def run_multiturn(args: argparse.Namespace) -> int:
+    """The multi-turn recipe; the calculator's knobs that it shares (rl_steps, threads, ...) apply."""
+    from trainers.demo.frozenlake import lake_game
+    from trainers.demo.multiturn import MultiTurnSettings, run_multiturn_demo
+    from trainers.demo.sokoban import sokoban_game
+
+    names = {f.name for f in dataclasses.fields(MultiTurnSettings)}
+    given = {k: v for k, v in vars(args).items() if k in names and v is not None and k != "env"}
+    settings = MultiTurnSettings(env=args.env, **given)
+    game = lake_game() if args.env == "frozenlake" else sokoban_game()
+    report = run_multiturn_demo(game, settings, args.out)
     print(report.table())
     return 0

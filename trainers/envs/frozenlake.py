@@ -40,11 +40,15 @@ class FrozenLake(Environment):
         self.slip_prob = slip_prob
         self.rng = random.Random(0)
 
-    def _generate(self, rng: random.Random, *, size: int = 4, p_frozen: float = 0.8) -> None:
+    def _generate(
+        self, rng: random.Random, *, size: int = 4, p_frozen: float = 0.8, corners: bool = False
+    ) -> None:
+        """A random map; `corners` puts the start top-left and the goal bottom-right, as Gym's
+        generate_random_map (and so RAGEN) does, else both are drawn at random."""
         self.rng = rng
         cells = [(r, c) for r in range(size) for c in range(size)]
         for _ in range(10_000):  # Gym's generate_random_map: resample until BFS finds a path
-            start, goal = rng.sample(cells, 2)
+            start, goal = ((0, 0), (size - 1, size - 1)) if corners else rng.sample(cells, 2)
             holes = {cell for cell in cells if cell not in (start, goal) and rng.random() > p_frozen}
             if has_path(holes, (size, size), start, goal):
                 break

@@ -1,0 +1,261 @@
+"""The multi-turn demo recipe (RAGEN/StarPO, GiGPO): a tiny policy plays a grid game through its tool.
+
+SFT on expert plays, of which a chosen fraction is deliberately imperfect (a move is replaced by a random
+one, then the expert replans), so the SFT policy sampled at temperature 1 errs sometimes and RL has
+something to remove. RL is an ordinary `RunConfig` run on the environment reward (GRPO or GiGPO). The
+policy is measured on held-out levels (seeds disjoint from the training levels) greedily and at T=1,
+after SFT and after RL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainers.config.loader import validate_config
+from trainers.envs.base import Environment
+from trainers.tools.toolset import Toolset
+from trainers.trajectory import Trajectory
+
+HELD_OUT_SEED = 1_000_000  # held-out levels use seeds from here on; training levels use 0, 1, 2, ...
+
+
+@dataclass(frozen=True)
+class Game:
+    """What the recipe needs to know about one environment tool."""
+
+    tool: str
+    question: str
+    level: dict[str, Any]  # generation params of every level (seeded per row)
+    max_turns: int
+    solve: Callable[[Environment], list[str] | None]  # an expert's shortest plan, None if unsolvable
+    solved: Callable[[str], bool]  # is this rendered state a success?
+
+
+@dataclass
+class MultiTurnSettings:
+    env: str = "frozenlake"
+    estimator: str = "gigpo"
+    seed: int = 0
+    n_experts: int = 400
+    imperfect: float = 0.5  # share of expert plays with random moves in them
+    slip: float = 0.3  # in an imperfect play, the chance that each move is replaced by a random one
+    hidden_size: int = 64
+    num_layers: int = 2
+    sft_steps: int = 300
+    sft_lr: float = 3e-3
+    rl_steps: int = 20
+    rl_lr: float = 3e-4  # 1e-4 left FrozenLake flat in 10 steps
+    kl_coef: float = 0.0
+    prompts_per_step: int = 8
+    samples_per_prompt: int = 8
+    n_train_levels: int = 4096
+    n_eval: int = 100  # held-out levels
+    eval_samples: int = 2  # samples per held-out level at T=1
+    threads: int | None = None
+
+
+@dataclass
+class MultiTurnReport:
+    settings: dict[str, Any]
+    before: dict[str, float]
+    after: dict[str, float]
+    sft_seconds: float
+    rl_seconds: float
+    curve: list[float] = field(default_factory=list)  # training success (env reward mean) per RL step
+    anchor_groups: list[float] = field(default_factory=list)  # GiGPO anchor-state groups per step
+
+    def table(self) -> str:
+        rows = [("held-out success (T=1)", "sampled/accuracy"),
+                ("held-out success (greedy)", "greedy/accuracy"),
+                ("moves per play (T=1)", "sampled/tool_calls_per_traj")]  # fmt: skip
+        lines = [f"{'metric':<30}{'after SFT':>12}{'after RL':>12}{'change':>10}"]
+        for label, key in rows:
+            b, a = self.before.get(key, float("nan")), self.after.get(key, float("nan"))
+            lines.append(f"{label:<30}{b:>12.3f}{a:>12.3f}{a - b:>+10.3f}")
+        lines.append(f"wall time: SFT {self.sft_seconds:.0f} s + RL {self.rl_seconds:.0f} s")
+        return "\n".join(lines)
+
+
+def level_rows(game: Game, name: str, seeds: range) -> list[dict[str, Any]]:
+    """One row per level; `initial_state` fixes the level, so held-out seeds never meet training ones."""
+    return [{"id": f"{name}{s}", "question": game.question, "initial_state": {**game.level, "seed": s}}
+            for s in seeds]  # fmt: skip
+
+
+def expert_record(game: Game, row: dict[str, Any], rng: random.Random, slip: float) -> dict[str, Any] | None:
+    """One expert play of the row's level with the real tool's responses; each move is replaced by a
+    random one with probability `slip` (then the expert replans from where it is). None if unsolvable
+    or longer than the game's turns."""
+    toolset = Toolset.build([game.tool], initial_state=row["initial_state"])
+    env, tool = toolset.environment, toolset.tools[game.tool]
+    observation = env.observation()
+    plan = game.solve(env)
+    if not plan or len(plan) > game.max_turns:
+        return None
+    messages: list[dict[str, Any]] = [{"role": "user", "content": game.question}]
+    while plan and not env.done and len(messages) < 1 + 2 * game.max_turns:
+        action = plan[0]
+        if rng.random() < slip:
+            action = rng.choice([a for a in env.actions if a != plan[0]])
+        call = {"name": game.tool, "arguments": {"action": action}}
+        messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+        result = asyncio.run(tool.invoke({"action": action}))
+        messages.append({"role": "tool", "name": game.tool, "content": result.output})
+        plan = game.solve(env) if not env.done else []
+    return {"messages": messages, "observation": observation, "solved": game.solved(env.observation())}
+
+
+def make_experts(game: Game, rows: list[dict[str, Any]], n: int, *, imperfect: float, slip: float,
+                 seed: int = 0) -> list[dict[str, Any]]:  # fmt: skip
+    """`n` expert plays of training levels; a share `imperfect` of them slip (see `expert_record`)."""
+    rng, records = random.Random(seed), []
+    for row in rows:
+        if len(records) == n:
+            break
+        record = expert_record(game, row, rng, slip if rng.random() < imperfect else 0.0)
+        if record is not None:
+            records.append(record)
+    return records
+
+
+def success_judge(game: Game) -> Callable[[Trajectory], bool]:
+    """A play succeeded if the last state it reached is solved."""
+
+    def judge(traj: Trajectory) -> bool:
+        states = [t.state for t in traj.turns if t.role == "assistant" and t.state]
+        return bool(states) and game.solved(states[-1])
+
+    return judge
+
+
+def rl_config(game: Game, s: MultiTurnSettings, out: Path, model_dir: Path, train_path: Path) -> Any:
+    """StarPO-style run: env reward summed per play, GRPO or GiGPO advantages, a move per turn."""
+    return validate_config({
+        "name": f"{game.tool}-{s.estimator}-seed{s.seed}",
+        "seed": s.seed,
+        "output_dir": str(out),
+        "model": {"path": str(model_dir)},
+        "template": {"name": "qwen_tool"},
+        "tools": [{"name": game.tool}],
+        "limits": limits(game),
+        "sampling": {"temperature": 1.0},
+        "rollout": {"prompts_per_step": s.prompts_per_step, "samples_per_prompt": s.samples_per_prompt},
+        "reward": {"components": [{"name": "env"}]},
+        "algorithm": {"estimator": s.estimator},
+        "loss": {"kl": "k3" if s.kl_coef else "none", "kl_coef": s.kl_coef},
+        "optimizer": {"lr": s.rl_lr},
+        "training": {"steps": s.rl_steps},
+        "checkpoint": {"every_steps": 100_000, "keep": 1},
+        "data": {"train_path": str(train_path)},
+    })  # fmt: skip
+
+
+def limits(game: Game) -> dict[str, int]:
+    return {"max_turns": game.max_turns, "max_tool_calls": game.max_turns, "max_new_tokens_per_turn": 32,
+            "max_total_new_tokens": 32 * game.max_turns}  # fmt: skip
+
+
+def held_out_eval(game: Game, model: Any, tokenizer: Any, rows: list[dict], s: MultiTurnSettings) -> dict:
+    from trainers.backends.hf import HFBackend
+    from trainers.rollout.engine import RolloutEngine
+    from trainers.rollout.limits import RolloutLimits
+    from trainers.training.evaluate import Evaluator
+
+    engine = RolloutEngine(
+        HFBackend(model, tokenizer), "qwen_tool", [game.tool], RolloutLimits(**limits(game))
+    )
+    evaluator = Evaluator(engine, rows, success_judge(game), samples=s.eval_samples)
+    return evaluator.run(seed=10_000 + s.seed)
+
+
+def anchor_groups_per_step(path: Path) -> list[float]:
+    """GiGPO's anchor-state groups that formed (two or more moves from one state) at each RL step."""
+    from trainers.training.sinks import read_jsonl
+
+    members: dict[int, dict[str, int]] = {}
+    for traj in read_jsonl(path) if path.exists() else []:
+        step = members.setdefault(int(traj.get("step", 0)), {})
+        for key in (traj.get("metadata") or {}).get("anchor_groups") or []:
+            if key is not None:
+                step[key] = step.get(key, 0) + 1
+    return [float(sum(n > 1 for n in keys.values())) for _, keys in sorted(members.items())]
+
+
+@dataclass
+class MultiTurnSFT:
+    """The policy after SFT (also saved in out/sft), its evaluation and the RL inputs."""
+
+    model: Any
+    tokenizer: Any
+    base: Path  # the untrained model directory (tokenizer, config)
+    held_out: list[dict[str, Any]]
+    train_path: Path
+    before: dict[str, float]
+    seconds: float
+
+
+def multiturn_sft(game: Game, s: MultiTurnSettings, out: Path) -> MultiTurnSFT:
+    """Experts, the tiny model, SFT and the held-out evaluation of the SFT policy."""
+    import torch
+
+    from trainers.demo.model import build_demo_model
+    from trainers.templates import TEMPLATES
+    from trainers.training.model_io import load_policy
+    from trainers.training.sft import render_experts, sft_train
+
+    if s.threads:
+        torch.set_num_threads(s.threads)
+    out.mkdir(parents=True, exist_ok=True)
+    # Levels are the same for every seed; the seed changes the experts' slips, the model, SFT and RL.
+    train = level_rows(game, game.tool, range(s.n_train_levels))
+    held_out = level_rows(game, "held", range(HELD_OUT_SEED, HELD_OUT_SEED + s.n_eval))
+    records = make_experts(game, train, s.n_experts, imperfect=s.imperfect, slip=s.slip, seed=s.seed)
+    template, tools = TEMPLATES.get("qwen_tool")(), Toolset.build([game.tool]).specs()
+    base = build_demo_model(out / "base", records, template=template, tools=tools, seed=s.seed,
+                            hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=2,
+                            num_kv_heads=1)  # fmt: skip
+    model, tokenizer = load_policy(base)
+    examples = render_experts(records, template=template, tokenizer=tokenizer, tools=tools)
+    sft = sft_train(model, examples, pad_token_id=tokenizer.pad_token_id, steps=s.sft_steps, batch_size=16,
+                    lr=s.sft_lr, seed=s.seed)  # fmt: skip
+    model.save_pretrained(out / "sft")
+    tokenizer.save_pretrained(out / "sft")
+    before = held_out_eval(game, model, tokenizer, held_out, s)
+    train_path = out / "train.jsonl"
+    train_path.write_text("".join(json.dumps(r) + "\n" for r in train), encoding="utf-8")
+    return MultiTurnSFT(model, tokenizer, base, held_out, train_path, before, sft.seconds)
+
+
+def multiturn_rl(game: Game, s: MultiTurnSettings, sft: MultiTurnSFT, out: Path) -> MultiTurnReport:
+    """RL from the SFT policy (trained in place) with `s.estimator`, then the held-out evaluation."""
+    from trainers.metrics import keys
+    from trainers.training.run import run_config
+    from trainers.training.sinks import read_jsonl
+
+    run_dir = out / s.estimator
+    start = time.perf_counter()
+    run_config(
+        rl_config(game, s, run_dir, sft.base, sft.train_path), model=sft.model, tokenizer=sft.tokenizer
+    )
+    rl_seconds = time.perf_counter() - start
+    after = held_out_eval(game, sft.model, sft.tokenizer, sft.held_out, s)
+    report = MultiTurnReport(
+        asdict(s), sft.before, after, sft.seconds, rl_seconds,
+        curve=[m[keys.REWARD_MEAN] for m in read_jsonl(run_dir / "metrics.jsonl")],
+        anchor_groups=anchor_groups_per_step(run_dir / "trajectories.jsonl"),
+    )  # fmt: skip
+    (run_dir / "report.json").write_text(json.dumps(asdict(report), indent=2), encoding="utf-8")
+    return report
+
+
+def run_multiturn_demo(game: Game, s: MultiTurnSettings, out_dir: str | Path) -> MultiTurnReport:
+    """Experts, tiny model, SFT, held-out evaluation, RL, held-out evaluation; writes report.json."""
+    out = Path(out_dir)
+    return multiturn_rl(game, s, multiturn_sft(game, s, out), out)

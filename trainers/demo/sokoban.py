@@ -1,0 +1,68 @@
+"""Multi-turn demo: Sokoban through the `sokoban` tool, SFT on breadth-first-search solutions (some of them
+imperfect), then GRPO or GiGPO on gym-sokoban's rewards. Small rooms, one box by default. The recipe
+itself is `trainers.demo.multiturn`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from trainers.demo.multiturn import Game, MultiTurnReport, MultiTurnSettings, run_multiturn_demo
+from trainers.envs.base import MOVES, Environment
+from trainers.envs.sokoban import Sokoban
+
+QUESTION = "Push every box X onto a target O. Move the player P with the sokoban tool."
+MAX_TURNS = 10
+
+State = tuple[tuple[int, int], frozenset]
+
+
+def solve(env: Environment, max_states: int = 100_000) -> list[str] | None:
+    """Breadth-first search over (player, boxes): the moves of a shortest solution, None if none."""
+    assert isinstance(env, Sokoban)
+    start: State = (env.player, frozenset(env.boxes))
+    previous: dict[State, tuple[State, str] | None] = {start: None}
+    frontier, end = deque([start]), None
+    while frontier and len(previous) < max_states:
+        state = frontier.popleft()
+        player, boxes = state
+        if boxes == env.targets:
+            end = state
+            break
+        for action, (dr, dc) in MOVES.items():
+            ahead = (player[0] + dr, player[1] + dc)
+            beyond = (ahead[0] + dr, ahead[1] + dc)
+            if ahead not in env.floor:
+                continue
+            moved = boxes
+            if ahead in boxes:
+                if beyond not in env.floor or beyond in boxes:
+                    continue
+                moved = (boxes - {ahead}) | {beyond}
+            nxt = (ahead, moved)
+            if nxt not in previous:
+                previous[nxt] = (state, action)
+                frontier.append(nxt)
+    if end is None:
+        return None
+    actions, state = [], end
+    while (link := previous[state]) is not None:
+        state, action = link
+        actions.append(action)
+    return actions[::-1]
+
+
+def sokoban_game(size: int = 5, num_boxes: int = 1) -> Game:
+    """Random rooms inside a `size` x `size` wall; a play succeeds when no box is off a target."""
+    level = {"size": size, "num_boxes": num_boxes, "reverse_steps": 20}
+    return Game("sokoban", QUESTION, level, MAX_TURNS, solve, lambda state: "X" not in state)
+
+
+def run_sokoban_demo(
+    out: str | Path, settings: MultiTurnSettings | None = None, **kw: Any
+) -> MultiTurnReport:
+    """The Sokoban recipe (`python -m trainers demo --env sokoban`)."""
+    settings = settings or MultiTurnSettings(env="sokoban", **kw)
+    return run_multiturn_demo(sokoban_game(), settings, out)
