@@ -1,12 +1,15 @@
-"""In chromium against a real Celery worker: a tiny run trains and writes two checkpoints, each is evaluated
-from the run page's Evaluate link on the rollout queue, both appear on the dataset's leaderboard (sortable),
-and an evaluation's trajectory opens turn by turn in the inspector."""
+"""In chromium against real Celery workers, two processes as two machines would run them: one consumes only
+the gpu queue (training), the other only the rollout queue (rollout jobs and evaluations). A tiny run
+launched from the run form with rollout.backend: remote trains on the rollout worker's trajectories and
+writes two checkpoints, each is evaluated from the run page's Evaluate link, both appear on the dataset's
+leaderboard (sortable), and an evaluation's trajectory opens turn by turn in the inspector."""
 
 from __future__ import annotations
 
 import re
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from playwright.sync_api import expect
@@ -14,7 +17,7 @@ from playwright.sync_api import expect
 from tests.workbench.support.datasets import prompts_version
 from tests.workbench.support.worker import WorkerProcess
 from workbench.evaluations.models import Evaluation
-from workbench.runs.models import Run
+from workbench.runs.models import MetricPoint, Run
 from workbench.runs.services import run_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.timeout(600)]
@@ -28,29 +31,84 @@ RUN_CONFIG = {
     "training": {"steps": 2},
     "checkpoint": {"every_steps": 1},
 }
+# the same run as the run form's fields, with its rollouts sent to the rollout workers
+FORM_FIELDS = {
+    "model.tiny.hidden_size": "32",
+    "model.tiny.num_layers": "1",
+    "model.tiny.num_heads": "2",
+    "model.tiny.num_kv_heads": "1",
+    "tools": '[{"name": "calculator"}]',
+    "rollout.prompts_per_step": "2",
+    "rollout.samples_per_prompt": "2",
+    "limits.max_new_tokens_per_turn": "8",
+    "limits.max_turns": "2",
+    "training.steps": "2",
+    "checkpoint.every_steps": "1",
+}
+
+
+class Workers(NamedTuple):
+    trainer: WorkerProcess  # the gpu queue only
+    rollouts: WorkerProcess  # the rollout queue only
+
+    def log_tails(self) -> str:
+        return "\n".join(f"--- {w.hostname}\n{w.log_tail()}" for w in self)
 
 
 @pytest.fixture(scope="module")
-def evals_worker(worker_env, django_db_blocker, tmp_path_factory):
-    """A worker (gpu, rollout and cpu queues) whose run directories and artifact store are this module's own:
-    run ids restart with every test database, so a worker on the default var/ shares runs/1 with any other
-    test session on the machine, whose trainer prunes the checkpoints an evaluation is about to read."""
+def workers(worker_env, django_db_blocker, tmp_path_factory):
+    """A training worker and a rollout worker sharing this module's own run directories and artifact store,
+    as machines share a volume and an object store. Own ones: run ids restart with every test database, so
+    a worker on the default var/ shares runs/1 with any other test session on the machine, whose trainer
+    prunes the checkpoints an evaluation is about to read."""
     var = tmp_path_factory.mktemp("var")
-    worker = WorkerProcess(env={**worker_env, "WORKBENCH_VAR_DIR": str(var)}, log_dir=var)
-    worker.start()
+    env = {**worker_env, "WORKBENCH_VAR_DIR": str(var), "WORKBENCH_ARTIFACTS_URL": str(var / "artifacts")}
+    started = Workers(
+        trainer=WorkerProcess(env=env, log_dir=var, queues="gpu"),
+        rollouts=WorkerProcess(env=env, log_dir=var, queues="rollout"),
+    )
+    for worker in started:
+        worker.start()
     with django_db_blocker.unblock():
-        worker.wait_online()
-    yield worker
-    worker.stop()
+        for worker in started:
+            worker.wait_online()
+    yield started
+    for worker in started:
+        worker.stop()
 
 
-def wait_for(predicate, timeout: float, what: str, worker):
+def wait_for(predicate, timeout: float, what: str, workers: Workers):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}\n{worker.log_tail()}")
+    raise AssertionError(f"timed out waiting for {what}\n{workers.log_tails()}")
+
+
+def launch_from_run_form(page, name: str) -> Run:
+    """Fill the run form as a person would (config sections start collapsed), rollouts on the rollout
+    workers and training on the gpu queue, and launch; the run the dashboard opened for."""
+    page.goto("/runs/new/")
+    page.locator("[name='name']").fill(name)
+    page.locator("[name='queue']").select_option("gpu")
+    page.locator("[name='dataset_version']").select_option(label="prompts v1")
+    for path, value in {**FORM_FIELDS, "rollout.backend": "remote"}.items():
+        section = page.locator(f"details:has([name='{path}'])")
+        if section.count() and section.get_attribute("open") is None:
+            section.locator(":scope > summary").click()
+        field = page.locator(f"[name='{path}']")
+        if field.evaluate("e => e.tagName") == "SELECT":
+            field.select_option(value)
+        else:
+            field.fill(value)
+    page.get_by_role("button", name="Launch").click()
+    page.wait_for_url(re.compile(r"/runs/\d+/$"))
+    return Run.objects.get(pk=int(page.url.rstrip("/").rsplit("/", 1)[1]))
+
+
+def metric(run: Run, key: str) -> list[float]:
+    return list(MetricPoint.objects.filter(run=run, key=key).order_by("step").values_list("value", flat=True))
 
 
 def evaluate_from_run_page(page, run: Run, step: int) -> None:
@@ -71,19 +129,28 @@ def evaluate_from_run_page(page, run: Run, step: int) -> None:
     expect(page.locator("#evaluation-metrics [data-metric='pass@2']")).not_to_have_text("—")
 
 
-def test_evaluate_two_checkpoints_leaderboard_and_inspector(
-    page, login, member, team, evals_worker, settings, tmp_path
+def test_a_run_on_a_rollout_worker_trains_and_two_checkpoints_reach_leaderboard_and_inspector(
+    page, login, member, team, workers, settings, tmp_path
 ):
     settings.MEDIA_ROOT = tmp_path / "media"
-    prompts = prompts_version(team, member, n=4)
-    run = run_create(team=team, user=member, name="tiny-evals", config=RUN_CONFIG, queue="cpu",
-                     dataset_version=prompts)  # fmt: skip
-    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, 300, "the run to finish", evals_worker)
-    run.refresh_from_db()
-    assert run.status == "succeeded", run.log_tail
-    assert list(run.checkpoints.values_list("step", flat=True)) == [1, 2]
-
+    prompts_version(team, member, n=4)
     login(member)
+    run = launch_from_run_form(page, "tiny-evals")
+    assert run.queue == "gpu" and run.config["rollout"]["backend"] == "remote"
+    finished = re.compile("succeeded|failed|cancelled")
+    expect(page.locator("#run-status")).to_have_attribute("data-status", finished, timeout=300_000)
+    run.refresh_from_db()
+    assert run.status == "succeeded", f"{run.log_tail}\n{workers.log_tails()}"
+    assert list(run.checkpoints.values_list("step", flat=True)) == [1, 2]
+    # every step's rollout went out as jobs to the one live rollout worker, on the weights of its step
+    assert metric(run, "rollout/workers") == [1.0, 1.0]
+    chunks = metric(run, "rollout/chunks")
+    assert len(chunks) == 2 and min(chunks) >= 1
+    assert metric(run, "rollout/weight_version") == [1.0, 2.0]
+    chunk_received = r"workbench\.runs\.tasks\.rollout_chunk\[[^\]]+\] received"
+    assert len(re.findall(chunk_received, workers.rollouts.log_tail(1_000_000))) >= 2
+    assert not re.search(chunk_received, workers.trainer.log_tail(1_000_000))  # the trainer sampled nothing
+
     evaluate_from_run_page(page, run, 1)
     evaluate_from_run_page(page, run, 2)
     assert set(Evaluation.objects.values_list("status", "queue")) == {("succeeded", "rollout")}
@@ -115,7 +182,7 @@ def test_evaluate_two_checkpoints_leaderboard_and_inspector(
 
 
 def test_a_run_evaluating_through_jobs_draws_its_evaluation_panel(
-    page, login, member, team, evals_worker, settings, tmp_path
+    page, login, member, team, workers, settings, tmp_path
 ):
     """evaluation.runner: jobs on a real worker: the run's checkpoints at steps 1 and 2 are evaluated as jobs
     (greedy and k = 2) while it trains, and the dashboard's Evaluation chart draws their series by step."""
@@ -132,14 +199,14 @@ def test_a_run_evaluating_through_jobs_draws_its_evaluation_panel(
     evaluation = {"every_steps": 1, "pass_k": 2, "max_problems": 2, "runner": "jobs"}
     config = {**RUN_CONFIG, "evaluation": evaluation}
     run = run_create(
-        team=team, user=member, name="by-jobs", config=config, queue="cpu", dataset_version=upload.version
+        team=team, user=member, name="by-jobs", config=config, queue="gpu", dataset_version=upload.version
     )
 
     def done() -> bool:
         finished = Evaluation.objects.filter(run=run, automatic=True, status__in=["succeeded", "failed"])
         return Run.objects.get(pk=run.pk).is_finished and finished.count() == 4
 
-    wait_for(done, 300, "the run and its four evaluations", evals_worker)
+    wait_for(done, 300, "the run and its four evaluations", workers)
     evaluations = Evaluation.objects.filter(run=run).order_by("checkpoint__step", "mode")
     assert [(e.checkpoint.step, e.mode, e.status) for e in evaluations] == [
         (1, "greedy", "succeeded"), (1, "sampled", "succeeded"),
