@@ -29,6 +29,7 @@ from .bounds import run_config_bound
 from .lease import LeaseKeeper, LeaseLost, lease_is_live
 from .models import Checkpoint, Run, RunStatus
 from .placement import run_gpus_asked
+from .process_group import group_train
 from .recovery import recovery_resumed, run_take_over
 from .sink import DatabaseSink
 
@@ -235,12 +236,16 @@ def _attempt(
             start = f"resuming from step {checkpoint.step}" if checkpoint else "from the start"
             logger.info("run %s: attempt %s on %s, %s", run.pk, run.attempts, worker, start)
             logger.info("run %s: GPUs %s (%s=%s)", run.pk, run.gpus, CUDA_ENV, os.environ.get(CUDA_ENV))
-            result = train(
-                config,
-                sink=sink,
-                should_stop=lease.guard(cancel),
-                resume_from=str(resume_from) if resume_from else None,
-            )
+            if config.training.engine == "deepspeed":  # N ranks under torchrun; rank 0 has the sink
+                result = group_train(run, config, run_dir=run_dir(run), resume_from=resume_from, lease=lease)
+                cancel.cancelled = result.cancelled
+            else:
+                result = train(
+                    config,
+                    sink=sink,
+                    should_stop=lease.guard(cancel),
+                    resume_from=str(resume_from) if resume_from else None,
+                )
             sink.close()
     except LeaseLost:
         raise
