@@ -60,7 +60,7 @@ class RankLost(LeaseLost):
 
 
 class GroupFailed(Exception):
-    """A rank raised: the attempt failed (the message is the first rank error)."""
+    """A rank raised: the attempt failed (the message is the first rank's error, with its rank)."""
 
 
 @dataclass
@@ -134,7 +134,10 @@ def group_train(
         requeued = group_requeue(run, lost=lost or list(records), exit_code=code)
         raise RankLost(f"run {run.pk}: rank(s) {lost or 'all'} lost ({requeued})")
     if failed or code != 0:
-        raise GroupFailed(failed[0]["error"] if failed else f"the process group exited with status {code}")
+        first = (
+            f"rank {failed[0]['rank']}: {failed[0]['error']}" if failed else f"torchrun exited with {code}"
+        )
+        raise GroupFailed(first)
     first = records[0]
     return GroupResult(stopped=first["stopped"], cancelled=first["cancelled"], steps_done=first["steps"])
 

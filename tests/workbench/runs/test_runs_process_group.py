@@ -122,3 +122,20 @@ def test_cancel_stops_every_rank_after_a_step(transactional_db, gpu_worker, team
     assert run.last_checkpoint_step == steps[-1]  # rank 0 checkpointed the step every rank stopped after
     assert "rank 1 ended at step" in run.log_tail
     assert not GpuAssignment.objects.exists()
+
+
+def test_a_rank_that_raises_fails_the_run_with_the_group_log(
+    transactional_db, gpu_worker, team, member, prompts
+):
+    worker, queue = gpu_worker
+    run = deepspeed_run(team, member, prompts, steps=2, queue=queue)
+    config = {**run.config, "model": {**run.config["model"], "device": "cuda"}}
+    Run.objects.filter(pk=run.pk).update(config=config)  # valid, but this CPU build of torch has no CUDA
+    train_run.apply_async(args=[run.pk], queue=queue)
+    wait_for(lambda: run_now(run.pk).is_finished, 180, "the run to fail", worker)
+    run = run_now(run.pk)
+    assert run.status == RunStatus.FAILED, run.log_tail + worker.log_tail()
+    assert "GroupFailed: rank 0: AssertionError: Torch not compiled with CUDA enabled" in run.error
+    assert "rank 0 failed" in run.log_tail and "Traceback" in run.log_tail  # the ranks' own log
+    assert run.attempts == 1 and not run.recoveries.exists()  # an error, not a lost rank: no retry
+    assert not GpuAssignment.objects.exists()
