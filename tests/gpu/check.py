@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -45,6 +46,7 @@ from trainers.backends.hf import HFBackend
 ROOT = Path(__file__).resolve().parents[2]
 
 RANK_MAIN = Path(__file__).with_name("train_rank.py")
+RUN_TIMEOUT_S = 300  # one engine's run: about a minute on a GPU, half a minute in --cpu mode
 EXCEPTION = re.compile(r"^(\[rank\d+\]: )?[\w.]*(Error|Exception|Interrupt)\b[^ ]*:? ")
 
 
@@ -276,9 +278,9 @@ def grpo_run(bench: Bench, name: str, engine: str, stage: int = 2) -> Row:
         launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
         command[1:2] = [*launcher, str(RANK_MAIN)]
     env = {**os.environ, "GPU_CHECK_MEMORY_DIR": str(memory), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-    if done.returncode != 0:
-        raise RuntimeError(f"exit {done.returncode}: {last_error(done.stdout + done.stderr)}")
+    code, output = run_group(command, env)
+    if code != 0:
+        raise RuntimeError(f"exit {code}: {last_error(output)}")
     steps = [m["time/step"] for m in read_jsonl(out / "metrics.jsonl")]
     timed = steps[1:] or steps  # the first step pays for kernels and allocator warm-up
     peaks = [json.loads(f.read_text()) for f in sorted(memory.glob("rank*.json"))]
@@ -288,6 +290,25 @@ def grpo_run(bench: Bench, name: str, engine: str, stage: int = 2) -> Row:
     note = (f"{p.grpo_steps} steps of {p.grpo_prompts} x {p.grpo_samples} x {p.grpo_tokens} tokens; "
             f"s/step over steps 2.., memory: {peak['kind']} of the largest process")  # fmt: skip
     return ("grpo", label, value, note)
+
+
+def run_group(command: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run `command` in its own process group; past RUN_TIMEOUT_S it is stopped (SIGTERM, which torchrun
+    passes to its ranks, then SIGKILL), so a hung collective cannot hold the machine or outlive the check."""
+    child = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    try:
+        output, _ = child.communicate(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        child.terminate()  # torchrun passes SIGTERM on to its ranks (each in a session of its own)
+        try:
+            output, _ = child.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            output, _ = child.communicate()
+        raise RuntimeError(f"no result after {RUN_TIMEOUT_S} s: {last_error(output)}") from None
+    return child.returncode, output
 
 
 def last_error(text: str) -> str:
