@@ -120,6 +120,9 @@ def group_train(
         finally:
             _stop(group)
     logger.info("run %s: the process group exited with %s\n%s", run.pk, code, _log_tail(log_path))
+    held = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts).exists()
+    if lease.lost.is_set() or not held:  # rank 0's fenced writes may have seen it before the lease keeper
+        raise LeaseLost(f"run {run.pk}: attempt {run.attempts} lost its lease")
     records = {r: _read_record(directory / f"rank-{r}.json") for r in range(ranks)}
     # no record: the rank was killed (SIGKILL, the OOM killer, a crash), which is a lost process
     lost = [r for r, record in records.items() if record is None]

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 import uuid
 
 import psutil
 import pytest
+from django.db.models import F
 
 from tests.workbench.support.worker import WorkerProcess
 from workbench.jobs.models import GpuAssignment
@@ -139,3 +141,23 @@ def test_a_rank_that_raises_fails_the_run_with_the_group_log(
     assert "rank 0 failed" in run.log_tail and "Traceback" in run.log_tail  # the ranks' own log
     assert run.attempts == 1 and not run.recoveries.exists()  # an error, not a lost rank: no retry
     assert not GpuAssignment.objects.exists()
+
+
+def test_a_lost_lease_stops_the_group_without_writing_more(
+    transactional_db, gpu_worker, team, member, prompts
+):
+    worker, queue = gpu_worker
+    run = deepspeed_run(team, member, prompts, steps=200, queue=queue)
+    train_run.apply_async(args=[run.pk], queue=queue)
+    wait_for(lambda: (run_now(run.pk).last_step or 0) >= 1, 240, "a first step", worker)
+    wait_for(lambda: len(ranks_of(worker)) == 2, 30, "2 ranks", worker)
+    Run.objects.filter(pk=run.pk).update(attempts=F("attempts") + 1)  # as if a sweep had handed it on
+    # the task's lease renewal notices, SIGTERMs torchrun, which stops both ranks
+    wait_for(lambda: not ranks_of(worker), 120, "the ranks to end", worker)
+    wait_for(lambda: "lost its lease" in worker.log_tail(200_000), 30, "the task to stop", worker)
+    run = run_now(run.pk)
+    assert run.status == RunStatus.RUNNING and run.finished_at is None  # the old attempt wrote no end
+    assert not run.recoveries.exists()
+    last = run.last_step
+    time.sleep(3)  # nothing is left to write
+    assert run_now(run.pk).last_step == last
