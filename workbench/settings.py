@@ -252,6 +252,9 @@ WORKER_HEARTBEAT_TTL = float(os.environ.get("WORKER_HEARTBEAT_TTL", "15"))
 RUNS_LEASE_S = float(os.environ.get("RUNS_LEASE_S", "30"))
 RUNS_SWEEP_INTERVAL_S = float(os.environ.get("RUNS_SWEEP_INTERVAL_S", "10"))
 RUNS_MAX_ATTEMPTS = int(os.environ.get("RUNS_MAX_ATTEMPTS", "3"))
+# The queue a run's rollout jobs (rollout.backend: remote) go to; a pool of rollout workers of its own
+# (say per cluster) consumes it with -Q. Its rollout workers are the live workers that consume it.
+RUNS_ROLLOUT_QUEUE = os.environ.get("WORKBENCH_ROLLOUT_QUEUE", "rollout")
 # A gpu-queue worker without the GPUs a run asks for (resources.gpus) sends the run back, to be tried
 # again after RUNS_GPU_WAIT_S by whichever worker then has them (workbench/jobs/gpus.py).
 RUNS_GPU_WAIT_S = float(os.environ.get("RUNS_GPU_WAIT_S", "10"))

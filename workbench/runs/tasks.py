@@ -23,7 +23,9 @@ _rollout_worker = None  # this process's RolloutWorkerState: the policies it kee
 # config with `rollout.backend: remote` sends its rollouts to the rollout queue's workers.
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, name="workbench.runs.tasks.train_run")
 def train_run(self, run_id: int) -> str | None:
-    dispatcher = CeleryDispatcher(run_key=f"run{run_id}", weights_url=rollout_weights_url(run_id))
+    dispatcher = CeleryDispatcher(
+        run_key=f"run{run_id}", weights_url=rollout_weights_url(run_id), queue=settings.RUNS_ROLLOUT_QUEUE
+    )
     try:
         status = run_execute(
             run_id=run_id,

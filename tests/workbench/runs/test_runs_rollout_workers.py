@@ -54,9 +54,15 @@ def remote_config(train_file, **rollout) -> dict:
 
 
 def shared_env(worker_env: dict, tmp_path) -> dict:
-    """Every worker sees the same run directories and artifact store (weights), as on a shared volume."""
-    shared = {"WORKBENCH_VAR_DIR": tmp_path / "var", "WORKBENCH_ARTIFACTS_URL": tmp_path / "artifacts",
-              "WORKBENCH_DATA_ROOTS": tmp_path}  # fmt: skip
+    """Every worker sees the same run directories and artifact store (weights), as on a shared volume, and
+    the jobs go to a rollout queue of the test's own: a rollout worker of another test session on the same
+    Redis would otherwise take some (and answer them, as it reads the same shared weights)."""
+    shared = {
+        "WORKBENCH_VAR_DIR": tmp_path / "var",
+        "WORKBENCH_ARTIFACTS_URL": tmp_path / "artifacts",
+        "WORKBENCH_DATA_ROOTS": tmp_path,
+        "WORKBENCH_ROLLOUT_QUEUE": f"rollout-{uuid.uuid4().hex[:6]}",
+    }
     return {**worker_env, **{k: str(v) for k, v in shared.items()}, "WORKER_HEARTBEAT_TTL": "8"}
 
 
@@ -115,8 +121,8 @@ def test_a_run_on_two_rollout_workers_trains_on_the_in_process_trajectories(
     run = launch(team, member, config)
     env = shared_env(worker_env, tmp_path)
     workers = [
-        start(env, tmp_path, "rollout"),
-        start(env, tmp_path, "rollout"),
+        start(env, tmp_path, env["WORKBENCH_ROLLOUT_QUEUE"]),
+        start(env, tmp_path, env["WORKBENCH_ROLLOUT_QUEUE"]),
         start(env, tmp_path, run.queue),
     ]
     try:
@@ -143,7 +149,10 @@ def test_a_rollout_worker_killed_mid_job_loses_no_trajectory_and_counts_none_twi
     config = remote_config(train_file, prompts_per_job=1)  # small jobs: each worker gets one at once
     run = launch(team, member, config)
     env = shared_env(worker_env, tmp_path)
-    doomed, survivor = start(env, tmp_path, "rollout"), start(env, tmp_path, "rollout")
+    doomed, survivor = (
+        start(env, tmp_path, env["WORKBENCH_ROLLOUT_QUEUE"]),
+        start(env, tmp_path, env["WORKBENCH_ROLLOUT_QUEUE"]),
+    )
     trainer = start(env, tmp_path, run.queue)
     workers = [doomed, survivor, trainer]
     try:
@@ -171,7 +180,7 @@ def test_one_step_stale_rollouts_run_on_the_rollout_workers_during_the_update(
     config = remote_config(train_file, max_staleness=1)
     run = launch(team, member, config)
     env = shared_env(worker_env, tmp_path)
-    workers = [start(env, tmp_path, "rollout"), start(env, tmp_path, run.queue)]
+    workers = [start(env, tmp_path, env["WORKBENCH_ROLLOUT_QUEUE"]), start(env, tmp_path, run.queue)]
     try:
         for worker in workers:
             worker.wait_online()
