@@ -19,6 +19,11 @@ Aggregation = Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum"]
 AGGREGATIONS: tuple[str, ...] = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum")
 
 
+def scalar(value: torch.Tensor) -> float:
+    """A statistic's value; NaN on the `meta` device (shapes only: a dry run checking device placement)."""
+    return float("nan") if value.is_meta else float(value)
+
+
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean over mask == 1 positions; masked values (even inf/nan) never leak in."""
     keep = mask > 0

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from trainers.losses.aggregate import Aggregation, aggregate, masked_mean
+from trainers.losses.aggregate import Aggregation, aggregate, masked_mean, scalar
 from trainers.losses.entropy import entropy_from_logits
 from trainers.losses.kl import KLKind, kl_penalty
 from trainers.losses.policy import MAX_LOG_RATIO, LossOutput, clipped_surrogate
@@ -68,21 +68,21 @@ def policy_objective(
     )
     loss, stats = out.loss, dict(out.stats)
     if is_weights is not None:
-        stats[keys.LOSS_TIS_WEIGHT] = float(masked_mean(is_weights, mask))
+        stats[keys.LOSS_TIS_WEIGHT] = scalar(masked_mean(is_weights, mask))
     if config.kl_kind != "none" and (config.kl_coef or ref_logp is not None):
         if ref_logp is None:
             raise ValueError("a KL term needs ref_logp, the frozen reference policy's log-probs")
         kl = kl_penalty(logp, ref_logp, config.kl_kind, mask)
         loss = loss + config.kl_coef * aggregate(kl, mask, config.agg, **agg_kwargs)
-        stats[keys.LOSS_KL] = float(masked_mean(kl.detach(), mask))
+        stats[keys.LOSS_KL] = scalar(masked_mean(kl.detach(), mask))
     if entropy is None and logits is not None:
         entropy = entropy_from_logits(logits, mask)
     if entropy is not None:
         entropy = torch.where(mask > 0, entropy, 0.0)
         if config.entropy_coef:
             loss = loss - config.entropy_coef * aggregate(entropy, mask, config.agg, **agg_kwargs)
-        stats[keys.LOSS_ENTROPY] = float(masked_mean(entropy.detach(), mask))
+        stats[keys.LOSS_ENTROPY] = scalar(masked_mean(entropy.detach(), mask))
     elif config.entropy_coef:
         raise ValueError("an entropy bonus needs the logits or the per-token entropy")
-    stats[keys.LOSS_TOTAL] = float(loss.detach())
+    stats[keys.LOSS_TOTAL] = scalar(loss.detach())
     return LossOutput(loss, stats)

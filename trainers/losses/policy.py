@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from trainers.losses.aggregate import Aggregation, aggregate, masked_mean
+from trainers.losses.aggregate import Aggregation, aggregate, masked_mean, scalar
 from trainers.metrics import keys
 
 MAX_LOG_RATIO = 20.0  # exp(20) is already far outside any clip range; avoids inf ratios
@@ -59,10 +59,10 @@ def clipped_surrogate(
         low = (ratio < 1.0 - eps_low) & (adv < 0)
         high = (ratio > 1.0 + eps_high) & (adv > 0)
         stats = {
-            keys.LOSS_POLICY: float(loss.detach()),
-            keys.LOSS_CLIPFRAC_LOW: float(masked_mean(low.float(), mask)),
-            keys.LOSS_CLIPFRAC_HIGH: float(masked_mean(high.float(), mask)),
-            keys.LOSS_CLIPFRAC_DUAL: float(masked_mean(dual_active.float(), mask)),
-            keys.LOSS_APPROX_KL: float(masked_mean((ratio - 1.0) - log_ratio, mask)),  # k3, Schulman 2020
+            keys.LOSS_POLICY: scalar(loss.detach()),
+            keys.LOSS_CLIPFRAC_LOW: scalar(masked_mean(low.float(), mask)),
+            keys.LOSS_CLIPFRAC_HIGH: scalar(masked_mean(high.float(), mask)),
+            keys.LOSS_CLIPFRAC_DUAL: scalar(masked_mean(dual_active.float(), mask)),
+            keys.LOSS_APPROX_KL: scalar(masked_mean((ratio - 1.0) - log_ratio, mask)),  # k3, Schulman 2020
         }
     return LossOutput(loss, stats)

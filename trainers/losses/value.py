@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from trainers.losses.aggregate import Aggregation, aggregate, masked_mean
+from trainers.losses.aggregate import Aggregation, aggregate, masked_mean, scalar
 from trainers.losses.policy import LossOutput
 from trainers.metrics import keys
 
@@ -35,7 +35,7 @@ def clipped_value_loss(
         per_token, clipped_more = 0.5 * torch.maximum(unclipped, clipped), clipped > unclipped
     loss = aggregate(per_token, mask, agg, **agg_kwargs)
     stats = {
-        keys.LOSS_VALUE: float(loss.detach()),
-        keys.LOSS_VALUE_CLIPFRAC: float(masked_mean(clipped_more.float(), mask)),
+        keys.LOSS_VALUE: scalar(loss.detach()),
+        keys.LOSS_VALUE_CLIPFRAC: scalar(masked_mean(clipped_more.float(), mask)),
     }
     return LossOutput(loss, stats)

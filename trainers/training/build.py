@@ -27,7 +27,7 @@ from trainers.training.evaluate import Evaluator, correctness_judge
 from trainers.training.loop import LoopSettings, Trainer
 from trainers.training.model_io import load_policy
 from trainers.training.optim import adamw
-from trainers.training.policy import ValueHead, frozen_copy
+from trainers.training.policy import ValueHead, frozen_copy, model_device
 from trainers.training.sinks import RunDirSink, Sink
 from trainers.training.update import UpdateSettings
 
@@ -169,7 +169,10 @@ def build_trainer(
     rollouts = _rollouts(config, engine, model, tokenizer, dispatcher)
     train_rows, eval_rows = _rows(config)
     estimator = ESTIMATORS.get(config.algorithm.estimator)(**config.algorithm.estimator_kwargs())
-    value_head = ValueHead(model.config.hidden_size) if estimator.needs_values else None
+    # the critic reads the policy's hidden states: on the policy's device
+    value_head = (
+        ValueHead(model.config.hidden_size).to(model_device(model)) if estimator.needs_values else None
+    )
     params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     opt = config.optimizer
     optimizer = adamw(params, lr=opt.lr, betas=opt.betas, weight_decay=opt.weight_decay)

@@ -293,14 +293,16 @@ class Trainer:
         if self.estimator.needs_kl:
             if ref_logprobs is None:
                 raise ValueError("the estimator folds KL into rewards: it needs a reference model")
-            kl = (current.logprobs - ref_logprobs) * batch.response_mask  # k1 per token, as in REINFORCE++
+            # k1 per token, as in REINFORCE++; the estimators run on the CPU, where the batch was collated
+            kl = (current.logprobs - ref_logprobs).cpu() * batch.response_mask
         baselines = (
             self.greedy_baselines(trajectories, self.step) if self.estimator.needs_greedy_baseline else None
         )
+        values = old.values if (old is not None and self.estimator.needs_values) else None
         adv_batch = advantage_batch_from_trajectories(
             trajectories,
             pad_to=batch.response_ids.shape[1],
-            values=old.values if (old is not None and self.estimator.needs_values) else None,
+            values=values.cpu() if values is not None else None,
             kl=kl,
             baseline_rewards=baselines,
         )

@@ -31,7 +31,7 @@ def sampler_logprobs(trajectories: Sequence[Trajectory], width: int) -> torch.Te
 
 def mismatch_metrics(trainer: torch.Tensor, sampler: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
     """Mean and max |sampler - trainer| log-prob over the policy tokens of `mask` ([B, T] each)."""
-    keep = mask > 0
+    keep = mask.to(trainer.device) > 0
     if not bool(keep.any()):
         return {}
     gap = (sampler.to(trainer.device, trainer.dtype) - trainer).abs()[keep]

@@ -7,6 +7,7 @@ Rows are prompt + response, right-padded; columns of the outputs are the respons
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,12 @@ class TokenBatch:
     def size(self) -> int:
         return self.input_ids.shape[0]
 
+    def to(self, device: torch.device) -> TokenBatch:
+        """The batch on `device` (itself when it is there already)."""
+        if self.input_ids.device == device:
+            return self
+        return TokenBatch(**{f.name: getattr(self, f.name).to(device) for f in dataclasses.fields(self)})
+
     def select(self, rows: Sequence[int] | torch.Tensor) -> TokenBatch:
         """A sub-batch (a minibatch) without the columns no selected row needs for its loss.
 
@@ -55,7 +62,9 @@ class TokenBatch:
 
 
 def collate(trajectories: Sequence[Trajectory], pad_token_id: int) -> TokenBatch:
-    """Right-pad prompt + response ids; the response mask keeps only the policy's own tokens."""
+    """Right-pad prompt + response ids; the response mask keeps only the policy's own tokens.
+
+    The batch is on the CPU: `forward_policy` moves what the model reads to the model's device."""
     prompts = [t.prompt_token_ids for t in trajectories]
     responses = [t.response_token_ids for t in trajectories]
     masks = [t.response_loss_mask for t in trajectories]
@@ -100,22 +109,35 @@ class ValueHead(nn.Module):
         return self.linear(hidden).squeeze(-1)
 
 
-def response_hidden(model: nn.Module, batch: TokenBatch, *, share_prompts: bool = True) -> torch.Tensor:
+def model_device(model: nn.Module) -> torch.device:
+    """Where the model's parameters are (ZeRO-3's partitioned parameters too): its inputs go there."""
+    return next(model.parameters()).device
+
+
+def response_hidden(
+    model: nn.Module, batch: TokenBatch, *, share_prompts: bool = True, on_device: TokenBatch | None = None
+) -> torch.Tensor:
     """Last hidden state at the position that predicts each response token: [B, T, H].
 
     When rows share a prompt (the samples of a group) each distinct prompt is encoded once, unless
     `share_prompts` is False (ZeRO-3: every rank must call the decoder as often as the others).
+    `batch` may be on the CPU (the prompts are compared there); the decoder reads `on_device`, the
+    batch on the model's device (default: `batch` moved there).
     """
     decoder = model.get_decoder()
+    on_device = batch.to(model_device(model)) if on_device is None else on_device
+    device = on_device.input_ids.device
     prompts, row_of = distinct_prompts(batch.input_ids, batch.prompt_lengths)
     cache_arg = cache_argument(decoder)
     if share_prompts and cache_arg is not None and len(prompts) < batch.size:
-        mask, lengths = batch.attention_mask, batch.prompt_lengths
-        return shared_prompt_hidden(decoder, cache_arg, prompts, row_of, mask, lengths, batch.response_ids)
-    hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
-    resp_len = batch.response_ids.shape[1]
+        mask, lengths = on_device.attention_mask, on_device.prompt_lengths
+        return shared_prompt_hidden(
+            decoder, cache_arg, prompts, row_of.to(device), mask, lengths, on_device.response_ids
+        )
+    hidden = decoder(input_ids=on_device.input_ids, attention_mask=on_device.attention_mask).last_hidden_state
+    resp_len = on_device.response_ids.shape[1]
     # Token j of the response sits at prompt_length + j and is predicted from the position before it.
-    positions = batch.prompt_lengths[:, None] + torch.arange(resp_len)[None, :] - 1
+    positions = on_device.prompt_lengths[:, None] + torch.arange(resp_len, device=device)[None, :] - 1
     positions = positions.clamp(0, hidden.shape[1] - 1)
     return hidden.gather(1, positions[..., None].expand(-1, -1, hidden.shape[-1]))
 
@@ -134,8 +156,10 @@ def forward_policy(
 
     `entropy_grad=False` computes the entropy for metrics only, without an autograd graph.
     `share_prompts=False` runs one decoder pass whatever the batch (see `response_hidden`).
+    The batch may be on the CPU: the outputs are on the model's device.
     """
-    hidden = response_hidden(model, batch, share_prompts=share_prompts)
+    host, batch = batch, batch.to(model_device(model))
+    hidden = response_hidden(model, host, share_prompts=share_prompts, on_device=batch)
     logits = model.get_output_embeddings()(hidden).float()
     if temperature > 0 and temperature != 1.0:
         logits = logits / temperature  # the sampling distribution is the tempered one

@@ -117,8 +117,8 @@ def load_experts(path: str | Path) -> list[dict[str, Any]]:
 def sft_loss(model: torch.nn.Module, trajectories: Sequence[Trajectory], pad_token_id: int) -> torch.Tensor:
     """Token-mean cross-entropy over assistant tokens only (tool output and glue never count)."""
     batch = collate(trajectories, pad_token_id)
-    out = forward_policy(model, batch, with_entropy=False)
-    return -out.logprobs.sum() / batch.response_mask.sum().clamp(min=1)
+    out = forward_policy(model, batch, with_entropy=False)  # on the model's device; `batch` stays on the CPU
+    return -out.logprobs.sum() / batch.response_mask.sum().clamp(min=1).to(out.logprobs.device)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from torch import nn
 from trainers.losses.objective import PolicyLossConfig, policy_objective
 from trainers.losses.value import clipped_value_loss
 from trainers.metrics import keys
-from trainers.training.policy import PolicyOutput, TokenBatch, ValueHead, forward_policy
+from trainers.training.policy import PolicyOutput, TokenBatch, ValueHead, forward_policy, model_device
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,9 @@ class UpdateInputs:
     sampler_logprobs: torch.Tensor | None = None  # the rollout's own log-probs (truncated IS)
 
 
-def _rows(t: torch.Tensor | None, idx: torch.Tensor, width: int) -> torch.Tensor | None:
-    return None if t is None else t[idx, :width]
+def _rows(t: torch.Tensor | None, idx: torch.Tensor, width: int, device: torch.device) -> torch.Tensor | None:
+    """The micro-batch's rows of a [B, T] input, on the device of the model's outputs."""
+    return None if t is None else t[idx.to(t.device), :width].to(device)
 
 
 def _micro_loss(
@@ -74,26 +75,32 @@ def _micro_loss(
         model, micro, temperature=settings.temperature, value_head=value_head,
         entropy_grad=loss_config.entropy_coef != 0, share_prompts=share_prompts,
     )  # fmt: skip
-    old_logp = _rows(inputs.old.logprobs, idx, width) if inputs.old is not None else out.logprobs.detach()
+    device = out.logprobs.device  # the micro-batch was collated on the CPU; the model may be elsewhere
+    mask = micro.response_mask.to(device)
+    old_logp = (
+        _rows(inputs.old.logprobs, idx, width, device) if inputs.old is not None else out.logprobs.detach()
+    )
     result = policy_objective(
         loss_config,
         logp=out.logprobs,
         old_logp=old_logp,
-        advantages=inputs.advantages[idx, :width],
-        mask=micro.response_mask,
-        ref_logp=_rows(inputs.ref_logprobs, idx, width),
+        advantages=_rows(inputs.advantages, idx, width, device),
+        mask=mask,
+        ref_logp=_rows(inputs.ref_logprobs, idx, width, device),
         entropy=out.entropy,
-        sampler_logp=_rows(inputs.sampler_logprobs, idx, width),
+        sampler_logp=_rows(inputs.sampler_logprobs, idx, width, device),
         **counts,
     )
     loss, stats = result.loss, dict(result.stats)
     if value_head is not None and out.values is not None and inputs.returns is not None:
-        old_values = _rows(inputs.old.values, idx, width) if inputs.old is not None else out.values.detach()
+        old_values = (
+            _rows(inputs.old.values, idx, width, device) if inputs.old is not None else out.values.detach()
+        )
         value = clipped_value_loss(
             out.values,
             old_values,
-            inputs.returns[idx, :width],
-            micro.response_mask,
+            _rows(inputs.returns, idx, width, device),
+            mask,
             clip_range=settings.value_clip,
             agg=loss_config.agg,
             **counts,
@@ -165,7 +172,8 @@ class Shard:
 
 def _zero_loss(model: nn.Module, inputs: UpdateInputs, value_head: ValueHead | None) -> torch.Tensor:
     """A loss of exactly 0 through every parameter: an empty micro-batch still joins the collectives."""
-    out = model(input_ids=inputs.batch.input_ids[:1, :1], output_hidden_states=value_head is not None)
+    input_ids = inputs.batch.input_ids[:1, :1].to(model_device(model))
+    out = model(input_ids=input_ids, output_hidden_states=value_head is not None)
     loss = out.logits.sum() * 0.0
     if value_head is not None:
         loss = loss + value_head(out.hidden_states[-1]).sum() * 0.0
