@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+import uuid
 from pathlib import Path
 from typing import NamedTuple
 
@@ -60,12 +61,15 @@ def workers(worker_env, django_db_blocker, tmp_path_factory):
     """A training worker and a rollout worker sharing this module's own run directories and artifact store,
     as machines share a volume and an object store. Own ones: run ids restart with every test database, so
     a worker on the default var/ shares runs/1 with any other test session on the machine, whose trainer
-    prunes the checkpoints an evaluation is about to read."""
+    prunes the checkpoints an evaluation is about to read. The run's rollout jobs go to a queue of the
+    module's own too (WORKBENCH_ROLLOUT_QUEUE), which a rollout worker of another session never takes."""
     var = tmp_path_factory.mktemp("var")
-    env = {**worker_env, "WORKBENCH_VAR_DIR": str(var), "WORKBENCH_ARTIFACTS_URL": str(var / "artifacts")}
+    rollout_queue = f"rollout-{uuid.uuid4().hex[:6]}"
+    env = {**worker_env, "WORKBENCH_VAR_DIR": str(var), "WORKBENCH_ARTIFACTS_URL": str(var / "artifacts"),
+           "WORKBENCH_ROLLOUT_QUEUE": rollout_queue}  # fmt: skip
     started = Workers(
         trainer=WorkerProcess(env=env, log_dir=var, queues="gpu"),
-        rollouts=WorkerProcess(env=env, log_dir=var, queues="rollout"),
+        rollouts=WorkerProcess(env=env, log_dir=var, queues=f"{rollout_queue},rollout"),  # + evaluations
     )
     for worker in started:
         worker.start()
