@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainers.training.sinks import MultiSink, RunDirSink, Sink
+from trainers.training.sinks import MultiSink, NullSink, RunDirSink
 from trainers.trajectory import Trajectory
 
 DEFAULT_THRESHOLD = 0.6
@@ -101,7 +101,7 @@ def row_id_of(group_id: str) -> str:
     return group_id.split(":", 1)[1] if ":" in group_id else group_id
 
 
-class RewardRecorder(Sink):
+class RewardRecorder(NullSink):
     """Keeps each logged group's rewards by dataset row: `visits[row_id]` = [rewards of visit 1, ...]."""
 
     def __init__(self, component: str | None = None) -> None:
@@ -125,24 +125,6 @@ class RewardRecorder(Sink):
         for group_id, rewards in self.groups.items():
             out.setdefault(row_id_of(group_id), []).append(rewards)
         return out
-
-    def log_metrics(self, step: int, metrics: dict[str, float]) -> None:
-        pass
-
-    def log_eval(self, step: int, results: dict[str, float]) -> None:
-        pass
-
-    def log_checkpoint(self, step: int, path: Path) -> None:
-        pass
-
-    def log_alerts(self, alerts: Sequence[Any]) -> None:
-        pass
-
-    def log_sft(self, step: int, metrics: dict[str, float]) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def read_raw_rows(path: str | Path) -> list[tuple[str, dict[str, Any]]]:

@@ -77,9 +77,9 @@ def run_config(
     workers a `rollout.backend: remote` config sends its rollouts to (the workbench's rollout queue).
     """
     from trainers.training.build import build_trainer, load_config_policy
-    from trainers.training.engines import NullSink, rank_zero_first
+    from trainers.training.engines import rank_zero_first
     from trainers.training.sft import sft_stage
-    from trainers.training.sinks import RunDirSink
+    from trainers.training.sinks import NullSink, RunDirSink
 
     run_dir = Path(config.output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)

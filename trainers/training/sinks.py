@@ -43,6 +43,32 @@ class Sink(ABC):
         """Flush and release resources."""
 
 
+class NullSink(Sink):
+    """Logs nothing: the ranks other than 0 of a DeepSpeed group (rank 0 logs the whole batch), and the
+    base of sinks that keep only one kind of record."""
+
+    def log_metrics(self, step: int, metrics: dict[str, float]) -> None:
+        pass
+
+    def log_trajectories(self, step: int, trajectories: Sequence[Trajectory]) -> None:
+        pass
+
+    def log_eval(self, step: int, results: dict[str, float]) -> None:
+        pass
+
+    def log_checkpoint(self, step: int, path: Path) -> None:
+        pass
+
+    def log_alerts(self, alerts: Sequence[Any]) -> None:
+        pass
+
+    def log_sft(self, step: int, metrics: dict[str, float]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

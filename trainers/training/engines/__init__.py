@@ -22,7 +22,6 @@ from torch import nn
 
 from trainers.losses.objective import PolicyLossConfig
 from trainers.training.checkpoint import Resumed, load_checkpoint, save_checkpoint
-from trainers.training.sinks import Sink
 from trainers.training.update import UpdateInputs, UpdateSettings, ppo_update
 
 if TYPE_CHECKING:
@@ -97,31 +96,6 @@ class TrainingEngine:
 
     def close(self) -> None:
         """Release the process group (nothing on one process)."""
-
-
-class NullSink(Sink):
-    """What ranks other than 0 log to: nothing (rank 0 logs the whole batch)."""
-
-    def log_metrics(self, step: int, metrics: dict[str, float]) -> None:
-        pass
-
-    def log_trajectories(self, step: int, trajectories: Sequence[Any]) -> None:
-        pass
-
-    def log_eval(self, step: int, results: dict[str, float]) -> None:
-        pass
-
-    def log_checkpoint(self, step: int, path: Path) -> None:
-        pass
-
-    def log_alerts(self, alerts: Sequence[Any]) -> None:
-        pass
-
-    def log_sft(self, step: int, metrics: dict[str, float]) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def distributed_rank() -> int | None:
