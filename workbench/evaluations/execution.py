@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import traceback
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from trainers.workbench_api import EvalConfig, Trajectory, eval_metrics_finite
+from workbench.datasets.export import write_split_rows
 from workbench.runs.artifacts import artifact_store, checkpoint_local
 from workbench.runs.ingest import TRAJECTORY_FIELDS, trajectory_record
 
@@ -52,20 +52,7 @@ def evaluation_claim(*, evaluation_id: int, worker: str, redelivered: bool = Fal
 def _export_rows(evaluation: Evaluation, directory: Path) -> str:
     """The split's rows as the JSONL the trainers read (the fields a run's export writes)."""
     path = directory / f"{evaluation.split}.jsonl"
-    rows = evaluation.dataset_version.rows.filter(split=evaluation.split).order_by("index")
-    with path.open("w", encoding="utf-8") as handle:
-        for row in rows.iterator(chunk_size=2000):
-            record = {
-                "id": f"row{row.index}",
-                "question": row.prompt,
-                "answer": row.answer,
-                "tool_calls": row.tool_calls,
-                "initial_state": row.initial_state,
-                "ground_truth": row.ground_truth(),
-                "metadata": row.metadata,
-            }
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return str(path)
+    return str(write_split_rows(evaluation.dataset_version, evaluation.split, path))
 
 
 def _checkpoint_local(evaluation: Evaluation, directory: Path) -> Path:

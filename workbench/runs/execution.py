@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from trainers.workbench_api import ArtifactStore, RunConfig, validate_config
+from workbench.datasets.export import write_split_rows
 from workbench.jobs.gpus import CUDA_ENV, cuda_visible, gpus_release, gpus_take, worker_gpu_indices
 
 from .alerts import run_alerts_detect
@@ -130,19 +131,7 @@ def _export_rows(run: Run, directory: Path) -> dict[str, str]:
         return {}
     paths = {}
     for split, key in (("train", "train_path"), ("eval", "eval_path")):
-        path = directory / f"{split}.jsonl"
-        with path.open("w", encoding="utf-8") as handle:
-            for row in version.rows.filter(split=split).iterator(chunk_size=2000):
-                record = {
-                    "id": f"row{row.index}",
-                    "question": row.prompt,
-                    "answer": row.answer,
-                    "tool_calls": row.tool_calls,
-                    "initial_state": row.initial_state,
-                    "ground_truth": row.ground_truth(),
-                    "metadata": row.metadata,
-                }
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        path = write_split_rows(version, split, directory / f"{split}.jsonl")
         if path.stat().st_size:
             paths[key] = str(path)
     return paths
