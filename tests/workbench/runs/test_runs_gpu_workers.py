@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from tests.workbench.support.worker import REPO_ROOT, WorkerProcess
 from workbench.jobs.models import GpuAssignment, WorkerHeartbeat
 from workbench.runs.models import Run, RunStatus
-from workbench.runs.services import run_create, run_gpus_check
+from workbench.runs.services import run_cancel, run_create, run_gpus_check
 from workbench.runs.tasks import train_run
 
 from .test_runs_worker import run_now, tiny_config, wait_for
@@ -63,20 +63,30 @@ def test_runs_get_their_own_gpus_and_wait_for_free_ones(
             run_gpus_check(gpus=4, queue=queue)
         run_gpus_check(gpus=2, queue=queue)  # what the worker has: accepted
 
-        short = gpu_run(team, member, prompts, name="short", gpus=1, steps=2, queue=queue)
-        long = gpu_run(team, member, prompts, name="long", gpus=1, steps=5, queue=queue)
+        # The 1-GPU runs are too long to end by themselves during the test, however slow the machine:
+        # they hold their GPUs until they are cancelled, so no step below races a run finishing early.
+        short = gpu_run(team, member, prompts, name="short", gpus=1, steps=10_000, queue=queue)
+        long = gpu_run(team, member, prompts, name="long", gpus=1, steps=10_000, queue=queue)
         both = gpu_run(team, member, prompts, name="both", gpus=2, steps=1, queue=queue)
         for run in (short, long):
             train_run.apply_async(args=[run.pk], queue=queue)
         running = lambda: Run.objects.filter(pk__in=[short.pk, long.pk], status=RunStatus.RUNNING).count()  # noqa: E731
         wait_for(lambda: running() == 2, 240, "both 1-GPU runs training at once", worker)
         train_run.apply_async(args=[both.pk], queue=queue)  # a pool process frees only when one ends
+        run_cancel(run=short, user=member)  # frees a pool process and one GPU: the 2-GPU run finds one
+        busy = lambda: "asks for 2 GPUs; 1 of" in worker.log_tail(200_000)  # noqa: E731
+        wait_for(busy, 240, "the 2-GPU run sent back while one GPU is held", worker)
+        run_cancel(run=long, user=member)
         for run in (short, long, both):
             wait_for(lambda run=run: run_now(run.pk).is_finished, 300, f"{run.name} to finish", worker)
     finally:
         worker.stop()
     short, long, both = (run_now(run.pk) for run in (short, long, both))
-    assert [r.status for r in (short, long, both)] == [RunStatus.SUCCEEDED] * 3, worker.log_tail()
+    assert [r.status for r in (short, long, both)] == [
+        RunStatus.CANCELLED,
+        RunStatus.CANCELLED,
+        RunStatus.SUCCEEDED,
+    ], worker.log_tail()
     assert sorted([short.gpus, long.gpus]) == [[0], [1]]
     for run in (short, long):
         assert f"CUDA_VISIBLE_DEVICES={run.gpus[0]})" in run.log_tail
