@@ -22,8 +22,13 @@ class Environment(ABC):
     actions: ClassVar[tuple[str, ...]] = tuple(MOVES)
     legend: ClassVar[str]
 
-    def __init__(self, *, max_steps: int = 20, **level_defaults: Any) -> None:
+    def __init__(
+        self, *, max_steps: int = 20, invalid_action_penalty: float = 0.0, **level_defaults: Any
+    ) -> None:
         self.max_steps = max_steps
+        # RAGEN's format_penalty: the reward of a turn that took no action (a malformed or rejected call,
+        # or no call), so that breaking a call is never cheaper than a move that costs reward
+        self.invalid_action_penalty = invalid_action_penalty
         self.level_defaults = level_defaults
         self.steps = 0
         self.done = False

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from trainers.backends.base import GenerationBackend, GenerationRequest
 from trainers.backends.sampling import SamplingParams
+from trainers.envs.base import Environment
 from trainers.parsing.tool_calls import called_name
 from trainers.rollout.caller_thread import run_with_caller_executor
 from trainers.rollout.limits import TOOL_LIMIT_NOTICE, RolloutLimits
@@ -199,6 +200,7 @@ class RolloutEngine:
         if parsed.final_answer is not None:
             traj.final_answer = parsed.final_answer
         if not parsed.tool_calls:
+            self._penalise_no_action(turn, env)
             return self._ended_without_calls(progress, finish, parsed.final_answer is not None)
         closed = finish == "eos"
         steps_before = len(env.rewards) if env is not None else 0
@@ -209,11 +211,19 @@ class RolloutEngine:
         traj.turns.append(Turn(role, glue, glue_ids, [0] * len(glue_ids)))
         progress.context.extend(glue_ids)
         if env is not None:  # the reward of every action this turn took (RAGEN: several per turn)
-            turn.state, turn.env_reward = env.observation(), float(sum(env.rewards[steps_before:]))
+            taken = env.rewards[steps_before:]
+            turn.state = env.observation()
+            turn.env_reward = float(sum(taken)) if taken else env.invalid_action_penalty
             if env.done:
                 progress.finish = "env_done"
                 return False
         return True
+
+    @staticmethod
+    def _penalise_no_action(turn: Turn, env: Environment | None) -> None:
+        """An environment turn without a call took no action: it earns the environment's penalty."""
+        if env is not None and env.invalid_action_penalty:
+            turn.state, turn.env_reward = env.observation(), env.invalid_action_penalty
 
     def _ended_without_calls(self, progress: _Progress, finish_reason: str, answered: bool) -> bool:
         if answered:

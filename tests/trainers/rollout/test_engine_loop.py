@@ -129,3 +129,30 @@ def test_environment_turns_record_state_hash_state_and_reward_until_done(scripte
     assert turns[0].state_hash != turns[1].state_hash
     assert turns[0].state == "_P\n_G" and turns[1].state.endswith("W")
     assert turns[1].env_reward is not None and turns[1].env_reward > 0
+
+
+def lake_move(action: str) -> str:
+    return f'<tool_call>{{"name": "frozenlake", "arguments": {{"action": "{action}"}}}}</tool_call>'
+
+
+LAKE = [{"id": "lake", "question": "reach G", "initial_state": {"grid": ["P_", "_G"]}}]
+
+
+def test_a_turn_that_took_no_action_earns_the_environments_invalid_action_penalty(scripted):
+    broken = '<tool_call>{"name": "frozenlake", "arguments": {oops}}</tool_call>'
+    respond = by_responses(broken, lake_move("jump"), lake_move("right"), "I give up<|im_end|>")
+    lake = {"name": "frozenlake", "config": {"invalid_action_penalty": -0.5}}
+    traj = run(scripted(respond), RolloutLimits(max_turns=5), LAKE, tools=[lake])
+    turns = traj.assistant_turns
+    # a malformed call and an unknown action took no step; a move did (FrozenLake pays 0 for it); a
+    # turn without any call ends the play and took no action either
+    assert [t.env_reward for t in turns] == [-0.5, -0.5, 0.0, -0.5]
+    assert [t.state for t in turns] == ["P_\n_G", "P_\n_G", "_P\n_G", "_P\n_G"]
+    assert traj.finish_reason == "eos"
+
+
+def test_without_a_penalty_a_turn_without_action_earns_nothing_and_a_callless_turn_no_env_reward(scripted):
+    broken = '<tool_call>{"name": "frozenlake", "arguments": {oops}}</tool_call>'
+    traj = run(scripted(by_responses(broken, "done<|im_end|>")), RolloutLimits(max_turns=5), LAKE,
+               tools=["frozenlake"])  # fmt: skip
+    assert [t.env_reward for t in traj.assistant_turns] == [0.0, None]
