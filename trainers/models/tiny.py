@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -43,20 +43,25 @@ def default_corpus() -> list[str]:
 
 
 def build_tokenizer(
-    corpus: Iterable[str] | None = None, vocab_size: int = 1024, *, split_words: bool = True
+    corpus: Iterable[str] | None = None,
+    vocab_size: int = 1024,
+    *,
+    split_words: bool = True,
+    isolated: str = "",
 ) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE with single-digit pre-tokenisation and chat special tokens.
 
     `split_words=False` lets merges cross spaces, so text repeated verbatim in the corpus (a long
     system prompt) becomes a few tokens: a tiny model on two cores then trains several times faster.
+    Every character in `isolated` is a token of its own (a text grid's cell symbols: merged runs such
+    as "__" would shift the columns a tiny model has to read).
     """
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split_words),
-        ]
-    )
+    steps = [pre_tokenizers.Digits(individual_digits=True)]
+    if isolated:
+        steps.append(pre_tokenizers.Split(Regex(_char_class(isolated)), behavior="isolated"))
+    steps.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split_words))
+    tok.pre_tokenizer = pre_tokenizers.Sequence(steps)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -77,6 +82,12 @@ def build_tokenizer(
     return fast
 
 
+def _char_class(chars: str) -> str:
+    """A regex character class matching any one of `chars` (newlines and class metacharacters escaped)."""
+    escaped = "".join("\\n" if c == "\n" else "\\" + c if c in "\\]^-[" else c for c in chars)
+    return f"[{escaped}]"
+
+
 def build_tiny_model(
     out_dir: str | Path,
     *,
@@ -89,13 +100,14 @@ def build_tiny_model(
     corpus: Iterable[str] | None = None,
     vocab_size: int = 1024,
     split_words: bool = True,
+    isolated: str = "",
 ) -> Path:
     """Create, initialise and save a tiny Qwen2 causal LM and tokenizer in `out_dir`."""
     import torch
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tokenizer(corpus, vocab_size, split_words=split_words)
+    tokenizer = build_tokenizer(corpus, vocab_size, split_words=split_words, isolated=isolated)
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,

@@ -17,3 +17,16 @@ def test_backend_from_a_path_uses_the_trained_tokenizer(tmp_path):
     path = build_tiny_model(tmp_path / "tiny", split_words=False)
     expected = build_tokenizer(split_words=False)(TEXT).input_ids
     assert HFBackend(path, device="cpu").tokenizer(TEXT).input_ids == expected
+
+
+def test_isolated_grid_symbols_are_one_token_each_and_survive_loading(tmp_path):
+    grid = "#####\n#__O#\n#_X_#\n#P__#\n#####"
+    corpus = [f"Push the box X onto O.\n{grid}\nreward: -0.1"] * 50
+    trained = build_tokenizer(corpus, 400, split_words=False, isolated="#_OXP\n")
+    trained.save_pretrained(tmp_path)
+    loaded = load_tokenizer(tmp_path)
+    ids = loaded(grid).input_ids
+    assert [loaded.decode([i]) for i in ids] == list(grid)  # no "__" or "#\n" merges shift the columns
+    assert loaded.decode(loaded("Push the box X onto O.").input_ids) == "Push the box X onto O."
+    merged = build_tokenizer(corpus, 400, split_words=False)
+    assert len(merged(grid).input_ids) < len(ids)  # without isolation, runs of cells merge
