@@ -166,13 +166,16 @@ def test_zero2_on_two_ranks_trains_like_one_process(setup, reference, zero2):
 def test_zero3_on_two_ranks_trains_like_one_process_and_its_checkpoint_resumes_exactly(
     setup, reference, tmp_path
 ):
-    """ZeRO-3 shards the parameters too: rollouts gather them once, checkpoints consolidate them."""
+    """ZeRO-3 shards the parameters too: rollouts gather them once, checkpoints consolidate them and
+    resuming scatters them back."""
     out = tmp_path / "zero3"
     config = write_config(setup, out, engine="deepspeed", stage=3)
     check(subprocess.run(torchrun(["--standalone", "--nproc_per_node", "2"], config), env=env(),
                          capture_output=True, text=True, timeout=300))  # fmt: skip
     assert_same_run(out, reference, setup["model"])
     assert_single_process_resumes(setup, reference, checkpoint_dir(out, 2), tmp_path / "resumed")
+    # and ZeRO-3 itself continues its step-1 checkpoint: weights and AdamW state back into the partitions
+    assert_deepspeed_resumes(setup, reference, checkpoint_dir(out, 1), tmp_path / "zero3_resumed", stage=3)
 
 
 def test_two_torchrun_agents_with_c10d_rendezvous_train_like_one_process(setup, reference, tmp_path):
@@ -223,17 +226,32 @@ def assert_single_process_resumes(setup, reference: Path, checkpoint: Path, out:
         assert float((ours[key] - value).abs().max()) <= 0.01 * moved, key
 
 
-def test_zero2_resumes_a_single_process_checkpoint_exactly(setup, reference, tmp_path):
-    """The other direction: the step-1 checkpoint of the single-process run, continued on 2 ranks."""
+def assert_deepspeed_resumes(setup, reference: Path, checkpoint: Path, out: Path, *, stage: int) -> None:
+    """2 ranks with ZeRO `stage` continue `checkpoint` (step n) into the reference's steps n+1..STEPS."""
     import shutil
 
-    out = tmp_path / "run"
-    config = write_config(setup, out, engine="deepspeed", stage=2)
-    shutil.copytree(checkpoint_dir(reference, 1), checkpoint_dir(out, 1))
+    config = write_config(setup, out, engine="deepspeed", stage=stage)
+    step = load_trainer_state(checkpoint)["step"]
+    shutil.copytree(checkpoint, checkpoint_dir(out, step))
     launcher = ["--standalone", "--nproc_per_node", "2"]
     check(subprocess.run(torchrun(launcher, config, "--resume"), env=env(), capture_output=True, text=True,
                          timeout=300))  # fmt: skip
-    assert_same_run(out, reference, setup["model"], first=2)
+    assert_same_run(out, reference, setup["model"], first=step + 1)
+
+
+@pytest.mark.parametrize("stage", [2, 3])
+def test_zero_resumes_a_single_process_checkpoint_exactly(setup, reference, tmp_path, stage):
+    """The other direction: the step-1 checkpoint of the single-process run, continued on 2 ranks."""
+    assert_deepspeed_resumes(setup, reference, checkpoint_dir(reference, 1), tmp_path / "run", stage=stage)
+
+
+def test_zero3_resumes_a_checkpoint_from_before_the_first_optimizer_step_exactly(setup, reference, tmp_path):
+    """A step-0 checkpoint (no AdamW state yet): ZeRO-3 continues it into the whole reference run."""
+    config = validate_config(json.loads(write_config(setup, tmp_path / "fresh").read_text()))
+    torch.set_num_threads(1)
+    checkpoint = build_trainer(config).save(checkpoint_dir(tmp_path / "fresh", 0))
+    assert load_trainer_state(checkpoint)["optimizer"]["state"] == {}
+    assert_deepspeed_resumes(setup, reference, checkpoint, tmp_path / "run", stage=3)
 
 
 def _rank_process(launcher: subprocess.Popen, rank: int):

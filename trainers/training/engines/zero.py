@@ -8,7 +8,9 @@ process's (up to the order of float additions).
 
 Checkpoints are the single-process format: weights with `save_pretrained` (ZeRO-3 gathers them first),
 and the AdamW state consolidated from the ranks' partitions into a plain `torch.optim.AdamW`
-state_dict, so either engine resumes the other's checkpoint exactly. Only this module imports deepspeed.
+state_dict, so either engine resumes the other's checkpoint exactly, under stage 2 or 3: loading writes
+the weights into the (ZeRO-3: re-partitioned) parameters and the fp32 masters, and scatters the AdamW
+state, step count included, into each rank's partitions. Only this module imports deepspeed.
 """
 
 from __future__ import annotations
@@ -162,13 +164,16 @@ class DeepSpeedEngine(TrainingEngine):
 
         return unwrap_model_for_generation(self.ds)
 
-    def _whole_parameters(self) -> contextlib.AbstractContextManager[Any]:
-        """ZeRO-3: the module's parameters gathered (read-only) for saving; a no-op below stage 3."""
+    def _whole_parameters(self, modifier_rank: int | None = None) -> contextlib.AbstractContextManager[Any]:
+        """ZeRO-3: the module's parameters gathered, read-only or, with `modifier_rank`, written by that rank
+        and re-partitioned from its values on exit; a no-op below stage 3."""
         if self.config.stage != 3:
             return contextlib.nullcontext()
         import deepspeed
 
-        return deepspeed.zero.GatheredParameters(list(self.ds.module.parameters()), modifier_rank=None)
+        return deepspeed.zero.GatheredParameters(
+            list(self.ds.module.parameters()), modifier_rank=modifier_rank
+        )
 
     def _device(self) -> torch.device:
         return (
@@ -261,22 +266,46 @@ class DeepSpeedEngine(TrainingEngine):
 
     def load_optimizer_state(self, saved: dict[str, Any]) -> None:
         """Scatter a plain AdamW state_dict (either engine's) into this rank's partitions."""
-        index = {id(p): i for i, p in enumerate(self.params)}
-        inner = self.zero.optimizer
         for group, plain in zip(self.optimizer.param_groups, saved["param_groups"], strict=True):
             group.update({k: v for k, v in plain.items() if k != "params"})
+        if self.config.stage == 3:
+            self._load_zero3_state(saved["state"])
+            return
+        index = {id(p): i for i, p in enumerate(self.params)}
         for params, partition in self._groups():
             entries = [saved["state"].get(index[id(p)]) for p in params]
             if not all(entries):
                 continue  # saved before the first step: nothing to restore
-            held: dict[str, torch.Tensor] = {}
-            size = partition.numel()
-            for key in ADAM_STATE:
-                flat = torch.cat([e[key].reshape(-1).to(partition.dtype) for e in entries])
-                flat = torch.nn.functional.pad(flat, (0, size * self.world - flat.numel()))
-                held[key] = flat[self.rank * size : (self.rank + 1) * size].to(partition.device).clone()
+            held = {
+                key: self._rank_slice(torch.cat([e[key].reshape(-1) for e in entries]), partition.numel())
+                .to(partition)
+                .clone()
+                for key in ADAM_STATE
+            }
             held["step"] = entries[0]["step"].to(partition.device)
-            inner.state[partition] = held
+            self.zero.optimizer.state[partition] = held
+
+    def _load_zero3_state(self, saved: dict[int, dict[str, torch.Tensor]]) -> None:
+        """ZeRO-3: AdamW state on each sub-group's fp32 partition (the optimiser creates it lazily at its
+        first step), filled parameter by parameter with this rank's slices."""
+        from deepspeed.utils import safe_set_local_optimizer_state
+
+        index = {id(p): i for i, p in enumerate(self.params)}
+        zero = self.zero
+        for params, flat in zip(zero.fp16_groups, zero.fp32_partitioned_groups_flat, strict=True):
+            entries = [saved.get(index[id(p)]) for p in params]
+            if not all(entries):
+                continue  # saved before the first step: nothing to restore
+            state = {key: torch.zeros_like(flat) for key in ADAM_STATE}
+            zero.optimizer.state[flat] = {**state, "step": entries[0]["step"].to(flat.device)}
+            for p, entry in zip(params, entries, strict=True):
+                for key in ADAM_STATE:
+                    safe_set_local_optimizer_state(p, self._rank_slice(entry[key], p.ds_tensor.numel()), key)
+
+    def _rank_slice(self, full: torch.Tensor, size: int) -> torch.Tensor:
+        """This rank's `size` elements of `full`, flattened and zero-padded to `size * world`."""
+        flat = torch.nn.functional.pad(full.reshape(-1), (0, size * self.world - full.numel()))
+        return flat[self.rank * size : (self.rank + 1) * size]
 
     # --- checkpoints -----------------------------------------------------------------------------
     def save(self, path: Path, *, step: int, scheduler: Any, tokenizer: Any, extra: dict[str, Any]) -> Path:
@@ -296,17 +325,12 @@ class DeepSpeedEngine(TrainingEngine):
 
         from trainers.training.checkpoint import VALUE_HEAD_FILE
 
-        if self.config.stage == 3:
-            raise NotImplementedError(
-                "resuming under ZeRO-3 is not supported yet: resume the checkpoint with stage 2 or the local"
-                " engine (the checkpoint itself is the plain single-process format)"
-            )
         path = Path(path)
-        load_model_weights(self.model, path)
-        if self.value_head is not None:
-            self.value_head.load_state_dict(load_file(path / VALUE_HEAD_FILE))
-        for g, partition in enumerate(self.zero.single_partition_of_fp32_groups):
-            partition.data.copy_(self.zero.parallel_partitioned_bit16_groups[g][self.rank].data)
+        with self._whole_parameters(modifier_rank=0):  # ZeRO-3 re-partitions rank 0's weights on exit
+            load_model_weights(self.model, path)
+            if self.value_head is not None:
+                self.value_head.load_state_dict(load_file(path / VALUE_HEAD_FILE))
+        self.zero.refresh_fp32_params()  # the fp32 masters from this rank's low-precision partitions
         state = load_trainer_state(path)
         if state["optimizer"] is not None:
             self.load_optimizer_state(state["optimizer"])
