@@ -77,7 +77,7 @@ def run_config(
     workers a `rollout.backend: remote` config sends its rollouts to (the workbench's rollout queue).
     """
     from trainers.training.build import build_trainer, load_config_policy
-    from trainers.training.engines import rank_zero_first
+    from trainers.training.engines import group_should_stop, rank_zero_first
     from trainers.training.sft import sft_stage
     from trainers.training.sinks import NullSink, RunDirSink
 
@@ -93,7 +93,8 @@ def run_config(
     sink = sink or RunDirSink(run_dir)
     sft = None
     if config.sft is not None and resume_from is None:
-        sft = sft_stage(config, model, tokenizer, sink=sink, should_stop=should_stop)
+        # every rank ends SFT after the same step, so none waits in the loop's first collective
+        sft = sft_stage(config, model, tokenizer, sink=sink, should_stop=group_should_stop(should_stop))
     trainer = build_trainer(
         config, model=model, tokenizer=tokenizer, sink=sink, should_stop=should_stop, dispatcher=dispatcher
     )

@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -123,6 +123,24 @@ def launch(ranks: int, module_args: Sequence[str]) -> int:
         return child.wait()
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def group_should_stop(should_stop: Callable[[], bool] | None) -> Callable[[], bool] | None:
+    """`should_stop` answered for the whole process group: true on every rank as soon as it is true on
+    one (each rank reads its cancel flag at its own moment). A collective: every rank must poll it at
+    the same point, as the SFT warm start does after each step. Unchanged outside a group."""
+    import torch.distributed as dist
+
+    if should_stop is None or not (dist.is_available() and dist.is_initialized()):
+        return should_stop
+
+    def polled() -> bool:
+        device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+        flag = torch.tensor([1.0 if should_stop() else 0.0], device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item() > 0)
+
+    return polled
 
 
 @contextlib.contextmanager
