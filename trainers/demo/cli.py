@@ -1,7 +1,7 @@
 """`python -m trainers demo --seed S --out DIR`: SFT then GRPO with a calculator; prints before/after.
 
 `--env frozenlake|sokoban --estimator grpo|gigpo` runs the multi-turn recipe instead (`--task` is the
-older spelling of `--env`).
+older spelling of `--env`; `--size 6` plays 6x6 lakes).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--env", "--task", dest="env", choices=ENVS, default="calculator",
                         help="frozenlake or sokoban: the multi-turn recipe")  # fmt: skip
     parser.add_argument("--estimator", choices=["grpo", "gigpo"], default="gigpo", help="multi-turn only")
+    parser.add_argument("--size", type=int, default=4, help="FrozenLake's side (4 or 6)")
     defaults = DemoSettings()
     for f in dataclasses.fields(DemoSettings):
         if f.name in ("seed",):
@@ -52,7 +53,7 @@ def run_multiturn(args: argparse.Namespace) -> int:
     names = {f.name for f in dataclasses.fields(MultiTurnSettings)}
     given = {k: v for k, v in vars(args).items() if k in names and v is not None and k != "env"}
     settings = MultiTurnSettings(env=args.env, **given)
-    game = lake_game() if args.env == "frozenlake" else sokoban_game()
+    game = lake_game(args.size) if args.env == "frozenlake" else sokoban_game()
     report = run_multiturn_demo(game, settings, args.out)
     print(report.table())
     return 0

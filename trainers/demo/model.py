@@ -25,6 +25,7 @@ def build_demo_model(
     num_layers: int = 4,
     num_heads: int = 4,
     num_kv_heads: int = 2,
+    isolated: str = "",
 ) -> Path:
     """Build and save the tokenizer and an untrained Qwen2 policy (about 0.7M parameters)."""
     corpus = conversation_corpus(records, template=template, tools=tools)
@@ -37,4 +38,5 @@ def build_demo_model(
         seed=seed,
         corpus=corpus,
         split_words=False,
+        isolated=isolated,
     )

@@ -14,7 +14,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,8 @@ class Game:
     max_turns: int
     solve: Callable[[Environment], list[str] | None]  # an expert's shortest plan, None if unsolvable
     solved: Callable[[str], bool]  # is this rendered state a success?
+    symbols: str = ""  # the grid's cell symbols: one token each in the demo tokenizer
+    invalid_action_penalty: float = 0.0  # reward of a turn that took no action (RAGEN's format_penalty)
 
 
 @dataclass
@@ -68,7 +70,7 @@ class MultiTurnReport:
     after: dict[str, float]
     sft_seconds: float
     rl_seconds: float
-    curve: list[float] = field(default_factory=list)  # training success (env reward mean) per RL step
+    curve: list[float] = field(default_factory=list)  # training success per RL step
     anchor_groups: list[float] = field(default_factory=list)  # GiGPO anchor-state groups per step
 
     def table(self) -> str:
@@ -135,15 +137,21 @@ def success_judge(game: Game) -> Callable[[Trajectory], bool]:
     return judge
 
 
-def rl_config(game: Game, s: MultiTurnSettings, out: Path, model_dir: Path, train_path: Path) -> Any:
-    """StarPO-style run: env reward summed per play, GRPO or GiGPO advantages, a move per turn."""
-    return validate_config({
+def rl_config(
+    game: Game, s: MultiTurnSettings, out: Path, model_dir: Path, train_path: Path,
+    overrides: dict[str, Any] | None = None,
+) -> Any:  # fmt: skip
+    """StarPO-style run: env reward summed per play, GRPO or GiGPO advantages, a move per turn;
+    `overrides` are merged into the config (a study's filters, schedule or detector)."""
+    from trainers.config.presets import deep_merge
+
+    return validate_config(deep_merge({
         "name": f"{game.tool}-{s.estimator}-seed{s.seed}",
         "seed": s.seed,
         "output_dir": str(out),
         "model": {"path": str(model_dir)},
         "template": {"name": "qwen_tool"},
-        "tools": [{"name": game.tool}],
+        "tools": [{"name": game.tool, "config": tool_config(game)}],
         "limits": limits(game),
         "sampling": {"temperature": 1.0},
         "rollout": {"prompts_per_step": s.prompts_per_step, "samples_per_prompt": s.samples_per_prompt},
@@ -154,7 +162,11 @@ def rl_config(game: Game, s: MultiTurnSettings, out: Path, model_dir: Path, trai
         "training": {"steps": s.rl_steps},
         "checkpoint": {"every_steps": 100_000, "keep": 1},
         "data": {"train_path": str(train_path)},
-    })  # fmt: skip
+    }, overrides or {}))  # fmt: skip
+
+
+def tool_config(game: Game) -> dict[str, Any]:
+    return {"invalid_action_penalty": game.invalid_action_penalty} if game.invalid_action_penalty else {}
 
 
 def limits(game: Game) -> dict[str, int]:
@@ -188,6 +200,18 @@ def anchor_groups_per_step(path: Path) -> list[float]:
     return [float(sum(n > 1 for n in keys.values())) for _, keys in sorted(members.items())]
 
 
+def success_per_step(game: Game, path: Path) -> list[float]:
+    """Training success at each RL step: the share of plays whose last state is solved."""
+    from trainers.training.sinks import read_jsonl
+
+    plays: dict[int, list[bool]] = {}
+    for traj in read_jsonl(path) if path.exists() else []:
+        turns = traj.get("turns", [])
+        states = [t["state"] for t in turns if t.get("role") == "assistant" and t.get("state")]
+        plays.setdefault(int(traj.get("step", 0)), []).append(bool(states) and game.solved(states[-1]))
+    return [sum(won) / len(won) for _, won in sorted(plays.items())]
+
+
 @dataclass
 class MultiTurnSFT:
     """The policy after SFT (also saved in out/sft), its evaluation and the RL inputs."""
@@ -199,6 +223,14 @@ class MultiTurnSFT:
     train_path: Path
     before: dict[str, float]
     seconds: float
+    checkpoint: Path  # out/sft: the SFT policy as saved
+
+    def fresh(self) -> MultiTurnSFT:
+        """The same SFT result with the policy reloaded from its checkpoint (RL trains `model` in place)."""
+        from trainers.training.model_io import load_policy
+
+        model, tokenizer = load_policy(self.checkpoint)
+        return replace(self, model=model, tokenizer=tokenizer)
 
 
 def multiturn_sft(game: Game, s: MultiTurnSettings, out: Path) -> MultiTurnSFT:
@@ -220,7 +252,7 @@ def multiturn_sft(game: Game, s: MultiTurnSettings, out: Path) -> MultiTurnSFT:
     template, tools = TEMPLATES.get("qwen_tool")(), Toolset.build([game.tool]).specs()
     base = build_demo_model(out / "base", records, template=template, tools=tools, seed=s.seed,
                             hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=2,
-                            num_kv_heads=1)  # fmt: skip
+                            num_kv_heads=1, isolated=game.symbols)  # fmt: skip
     model, tokenizer = load_policy(base)
     examples = render_experts(records, template=template, tokenizer=tokenizer, tools=tools)
     sft = sft_train(model, examples, pad_token_id=tokenizer.pad_token_id, steps=s.sft_steps, batch_size=16,
@@ -230,25 +262,26 @@ def multiturn_sft(game: Game, s: MultiTurnSettings, out: Path) -> MultiTurnSFT:
     before = held_out_eval(game, model, tokenizer, held_out, s)
     train_path = out / "train.jsonl"
     train_path.write_text("".join(json.dumps(r) + "\n" for r in train), encoding="utf-8")
-    return MultiTurnSFT(model, tokenizer, base, held_out, train_path, before, sft.seconds)
+    return MultiTurnSFT(model, tokenizer, base, held_out, train_path, before, sft.seconds, out / "sft")
 
 
-def multiturn_rl(game: Game, s: MultiTurnSettings, sft: MultiTurnSFT, out: Path) -> MultiTurnReport:
-    """RL from the SFT policy (trained in place) with `s.estimator`, then the held-out evaluation."""
-    from trainers.metrics import keys
+def multiturn_rl(
+    game: Game, s: MultiTurnSettings, sft: MultiTurnSFT, out: Path, *,
+    name: str | None = None, overrides: dict[str, Any] | None = None,
+) -> MultiTurnReport:  # fmt: skip
+    """RL from the SFT policy (trained in place) with `s.estimator` in out/<name or estimator>, then the
+    held-out evaluation."""
     from trainers.training.run import run_config
-    from trainers.training.sinks import read_jsonl
 
-    run_dir = out / s.estimator
+    run_dir = out / (name or s.estimator)
+    config = rl_config(game, s, run_dir, sft.base, sft.train_path, overrides)
     start = time.perf_counter()
-    run_config(
-        rl_config(game, s, run_dir, sft.base, sft.train_path), model=sft.model, tokenizer=sft.tokenizer
-    )
+    run_config(config, model=sft.model, tokenizer=sft.tokenizer)
     rl_seconds = time.perf_counter() - start
     after = held_out_eval(game, sft.model, sft.tokenizer, sft.held_out, s)
     report = MultiTurnReport(
         asdict(s), sft.before, after, sft.seconds, rl_seconds,
-        curve=[m[keys.REWARD_MEAN] for m in read_jsonl(run_dir / "metrics.jsonl")],
+        curve=success_per_step(game, run_dir / "trajectories.jsonl"),
         anchor_groups=anchor_groups_per_step(run_dir / "trajectories.jsonl"),
     )  # fmt: skip
     (run_dir / "report.json").write_text(json.dumps(asdict(report), indent=2), encoding="utf-8")

@@ -1,0 +1,64 @@
+"""The multi-turn studies' judgements: when a run collapsed, its first alert, and the tables they print."""
+
+import json
+
+from trainers.demo.multiturn import MultiTurnReport
+from trainers.demo.studies import (
+    CollapseRun,
+    collapse_overrides,
+    collapse_step,
+    estimator_table,
+    filtering_table,
+    first_alert,
+)
+
+
+def test_a_run_collapses_when_its_smoothed_success_halves_from_its_best():
+    # best rolling mean 0.567 (steps 2-4); steps 5-7 average 0.133, the first window at or under half
+    assert collapse_step([0.4, 0.5, 0.6, 0.6, 0.3, 0.1, 0.0]) == 7
+    assert collapse_step([0.4, 0.5, 0.6, 0.2, 0.7, 0.6]) is None  # one bad step is not a collapse
+    assert collapse_step([0.0, 0.0, 0.0, 0.0]) is None  # nothing to fall from
+    assert collapse_step([0.5]) is None
+
+
+def test_the_first_alert_is_read_from_the_run_directory(tmp_path):
+    path = tmp_path / "alerts.jsonl"
+    assert first_alert(path) == (None, None)
+    rows = [{"alert": {"step": 7, "rule": "reward_fall"}}, {"alert": {"step": 9, "rule": "std_collapse"}}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert first_alert(path) == (7, "reward_fall")
+
+
+def test_starpo_s_arm_differs_from_starpo_only_by_its_filter():
+    plain, filtered = collapse_overrides(1e-2, 40, None), collapse_overrides(1e-2, 40, 0.25)
+    assert plain["filters"] == [] and filtered["filters"] == [{"name": "starpo_s", "keep_fraction": 0.25}]
+    assert {k: v for k, v in plain.items() if k != "filters"} == {
+        k: v for k, v in filtered.items() if k != "filters"
+    }
+
+
+def report(before: float, after: float, curve: list[float], anchors: list[float]) -> MultiTurnReport:
+    metrics = lambda x: {"sampled/accuracy": x, "greedy/accuracy": x + 0.1}  # noqa: E731
+    return MultiTurnReport({}, metrics(before), metrics(after), 60.0, 30.0, curve, anchors)
+
+
+def test_estimator_table_gives_mean_and_range_over_seeds_with_the_sft_column():
+    reports = {
+        "grpo": [report(0.2, 0.4, [0.2, 0.4], []), report(0.3, 0.4, [0.3, 0.5], [])],
+        "gigpo": [report(0.2, 0.5, [0.2, 0.6], [40, 60]), report(0.3, 0.6, [0.3, 0.7], [50, 50])],
+    }
+    table = estimator_table(reports).splitlines()
+    assert table[0] == "| held-out | after SFT | grpo | gigpo |"
+    success = "| success at T=1 | 0.250 [0.200, 0.300] | 0.400 [0.400, 0.400] | 0.550 [0.500, 0.600] |"
+    assert table[2] == success
+    assert table[3].startswith("| rise over SFT at T=1 |  | 0.150 [0.100, 0.200] | 0.300 [0.300, 0.300]")
+    assert "| anchor groups per step |  | 0.000 [0.000, 0.000] | 50.000 [50.000, 50.000] |" in table
+    assert "per-seed rise at T=1: grpo +0.200, +0.100; gigpo +0.300, +0.300" in table
+
+
+def test_filtering_table_names_each_runs_collapse_and_alert():
+    runs = [CollapseRun("starpo", 0, [0.5, 0.1], 5, 4, "reward_fall"),
+            CollapseRun("starpo_s", 0, [0.5, 0.6], None, None, None)]  # fmt: skip
+    lines = filtering_table(runs).splitlines()
+    assert lines[2] == "| 0 | starpo | 5 | 4 (reward_fall) | 0.50 0.10 |"
+    assert lines[3] == "| 0 | starpo_s | never | none | 0.50 0.60 |"
