@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from trainers.demo.multiturn import Game, MultiTurnReport, MultiTurnSettings, multiturn_rl, multiturn_sft
+from trainers.demo.sokoban import SETTINGS as SOKOBAN
 
 T1, GREEDY = "sampled/accuracy", "greedy/accuracy"
-COLLAPSE_FRACTION = 0.5  # a run collapsed when its smoothed training success fell to half of its best
+COLLAPSE_FRACTION = 0.5  # collapsed: smoothed training success stays at or below half of its best
 SMOOTHING = 3  # steps in the rolling mean that judges a collapse
 
 
@@ -86,13 +87,13 @@ class CollapseRun:
 
 
 def collapse_step(curve: Sequence[float]) -> int | None:
-    """First step whose rolling mean is at most COLLAPSE_FRACTION of the best rolling mean before it."""
-    best = 0.0
-    for end in range(SMOOTHING, len(curve) + 1):
-        mean = statistics.fmean(curve[end - SMOOTHING : end])
-        if best > 0 and mean <= COLLAPSE_FRACTION * best:
-            return end
-        best = max(best, mean)
+    """The step from which the rolling mean of training success stays at or below COLLAPSE_FRACTION of
+    its best before that step, to the end of the run (a dip it recovers from is no collapse)."""
+    means = [statistics.fmean(curve[end - SMOOTHING : end]) for end in range(SMOOTHING, len(curve) + 1)]
+    for i in range(1, len(means)):
+        best = max(means[:i])
+        if best > 0 and all(m <= COLLAPSE_FRACTION * best for m in means[i:]):
+            return i + SMOOTHING  # the 1-based step that ends window i
     return None
 
 
@@ -169,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/studies")
     args = parser.parse_args(argv)
     fields = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
-    settings = MultiTurnSettings(env=args.env, **fields)
+    settings = MultiTurnSettings(env=args.env, **{**(SOKOBAN if args.env == "sokoban" else {}), **fields})
     game, out = game_for(args.env, args.size), Path(args.out) / f"{args.study}-{args.env}{args.size}"
     if args.study == "estimators":
         table = estimator_table(compare_estimators(game, settings, args.seeds, args.estimators, out))
