@@ -84,6 +84,7 @@ def test_demo_command_takes_env_and_estimator():
     assert (args.env, args.estimator, args.rl_steps, args.rl_lr) == ("sokoban", "grpo", 3, None)
     assert parser.parse_args(["demo", "--task", "frozenlake"]).env == "frozenlake"  # the older spelling
     assert parser.parse_args(["demo"]).env == "calculator"
+    assert (parser.parse_args(["demo"]).size, parser.parse_args(["demo", "--size", "6"]).size) == (4, 6)
 
 
 @pytest.fixture(scope="module")
