@@ -15,6 +15,12 @@ from trainers.envs.sokoban import Sokoban
 
 QUESTION = "Push every box X onto a target O. Move the player P with the sokoban tool."
 MAX_TURNS = 10
+# A turn without a move costs more than a move (-0.1): with nothing charged for it, plays that fail anyway
+# learned to break their calls instead of moving (malformed calls per play 0.27 -> 4.7 under GiGPO)
+INVALID_ACTION_PENALTY = -0.5
+# The 2x64 policy never learned to read a room (greedy held-out success 0.11 after SFT, below T=1's 0.29);
+# 4x128 with one token per cell does (greedy 0.51, T=1 0.385), at about 7 minutes of SFT on one thread
+SETTINGS = {"hidden_size": 128, "num_layers": 4, "sft_steps": 400, "sft_lr": 1e-3, "rl_lr": 1e-4}
 
 State = tuple[tuple[int, int], frozenset]
 
@@ -57,12 +63,13 @@ def solve(env: Environment, max_states: int = 100_000) -> list[str] | None:
 def sokoban_game(size: int = 5, num_boxes: int = 1) -> Game:
     """Random rooms inside a `size` x `size` wall; a play succeeds when no box is off a target."""
     level = {"size": size, "num_boxes": num_boxes, "reverse_steps": 20}
-    return Game("sokoban", QUESTION, level, MAX_TURNS, solve, lambda state: "X" not in state)
+    return Game("sokoban", QUESTION, level, MAX_TURNS, solve, lambda state: "X" not in state,
+                symbols="#_OX√PS\n", invalid_action_penalty=INVALID_ACTION_PENALTY)  # fmt: skip
 
 
 def run_sokoban_demo(
     out: str | Path, settings: MultiTurnSettings | None = None, **kw: Any
 ) -> MultiTurnReport:
     """The Sokoban recipe (`python -m trainers demo --env sokoban`)."""
-    settings = settings or MultiTurnSettings(env="sokoban", **kw)
+    settings = settings or MultiTurnSettings(env="sokoban", **{**SETTINGS, **kw})
     return run_multiturn_demo(sokoban_game(), settings, out)
