@@ -2,7 +2,8 @@
 
 import json
 
-from trainers.demo.multiturn import MultiTurnReport
+from trainers.demo.frozenlake import lake_game
+from trainers.demo.multiturn import MultiTurnReport, success_per_step
 from trainers.demo.studies import (
     CollapseRun,
     collapse_overrides,
@@ -62,3 +63,15 @@ def test_filtering_table_names_each_runs_collapse_and_alert():
     lines = filtering_table(runs).splitlines()
     assert lines[2] == "| 0 | starpo | 5 | 4 (reward_fall) | 0.50 0.10 |"
     assert lines[3] == "| 0 | starpo_s | never | none | 0.50 0.60 |"
+
+
+def test_training_success_per_step_is_read_from_each_plays_last_state(tmp_path):
+    def play(step: int, *states: str) -> dict:
+        turns = [{"role": "assistant", "state": s} for s in states] + [{"role": "tool", "state": None}]
+        return {"step": step, "turns": turns}
+
+    plays = [play(1, "P_\n_G", "__\n_W"), play(1, "P_\n_G"), play(2, "_P\n_G", "__\n_W"), play(2)]
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in plays))
+    assert success_per_step(lake_game(), path) == [0.5, 0.5]
+    assert success_per_step(lake_game(), tmp_path / "missing.jsonl") == []
