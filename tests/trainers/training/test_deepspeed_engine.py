@@ -226,11 +226,13 @@ def assert_single_process_resumes(setup, reference: Path, checkpoint: Path, out:
         assert float((ours[key] - value).abs().max()) <= 0.01 * moved, key
 
 
-def assert_deepspeed_resumes(setup, reference: Path, checkpoint: Path, out: Path, *, stage: int) -> None:
+def assert_deepspeed_resumes(
+    setup, reference: Path, checkpoint: Path, out: Path, *, stage: int, **deepspeed
+) -> None:
     """2 ranks with ZeRO `stage` continue `checkpoint` (step n) into the reference's steps n+1..STEPS."""
     import shutil
 
-    config = write_config(setup, out, engine="deepspeed", stage=stage)
+    config = write_config(setup, out, engine="deepspeed", stage=stage, **deepspeed)
     step = load_trainer_state(checkpoint)["step"]
     shutil.copytree(checkpoint, checkpoint_dir(out, step))
     launcher = ["--standalone", "--nproc_per_node", "2"]
@@ -243,6 +245,17 @@ def assert_deepspeed_resumes(setup, reference: Path, checkpoint: Path, out: Path
 def test_zero_resumes_a_single_process_checkpoint_exactly(setup, reference, tmp_path, stage):
     """The other direction: the step-1 checkpoint of the single-process run, continued on 2 ranks."""
     assert_deepspeed_resumes(setup, reference, checkpoint_dir(reference, 1), tmp_path / "run", stage=stage)
+
+
+def test_bf16_zero2_checkpoint_holds_the_fp32_masters_and_resumes_exactly(setup, tmp_path):
+    """bf16: the checkpoint's weights are the fp32 masters, not the bf16 parameters, and resuming sets the
+    masters from them: the step-1 checkpoint continues into the same run's steps 2 and 3."""
+    out = tmp_path / "bf16"
+    config = write_config(setup, out, engine="deepspeed", stage=2, bf16=True)
+    check(subprocess.run(torchrun(["--standalone", "--nproc_per_node", "2"], config), env=env(),
+                         capture_output=True, text=True, timeout=300))  # fmt: skip
+    assert {w.dtype for w in weights(out, 1).values()} == {torch.float32}
+    assert_deepspeed_resumes(setup, out, checkpoint_dir(out, 1), tmp_path / "resumed", stage=2, bf16=True)
 
 
 def test_zero3_resumes_a_checkpoint_from_before_the_first_optimizer_step_exactly(setup, reference, tmp_path):

@@ -10,7 +10,9 @@ Checkpoints are the single-process format: weights with `save_pretrained` (ZeRO-
 and the AdamW state consolidated from the ranks' partitions into a plain `torch.optim.AdamW`
 state_dict, so either engine resumes the other's checkpoint exactly, under stage 2 or 3: loading writes
 the weights into the (ZeRO-3: re-partitioned) parameters and the fp32 masters, and scatters the AdamW
-state, step count included, into each rank's partitions. Only this module imports deepspeed.
+state, step count included, into each rank's partitions. Under bf16 the weights saved are the fp32
+masters gathered from the ranks, and loading sets the masters from them (not from the bf16 parameters),
+so a bf16 run resumes exactly. Only this module imports deepspeed.
 """
 
 from __future__ import annotations
@@ -77,6 +79,22 @@ class _WithValueHead(nn.Module):
     def __init__(self, policy: nn.Module, value_head: nn.Module) -> None:
         super().__init__()
         self.policy, self.value_head = policy, value_head
+
+
+class _Fp32Weights:
+    """What `save_checkpoint` saves of a module: its state_dict with the parameters' fp32 masters."""
+
+    def __init__(self, module: nn.Module, masters: dict[int, torch.Tensor]) -> None:
+        self.module = module
+        self.state = {
+            key: masters.get(id(value), value) for key, value in module.state_dict(keep_vars=True).items()
+        }  # tied names map to one tensor, which save_pretrained saves once
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {key: value.detach() for key, value in self.state.items()}
+
+    def save_pretrained(self, path: Path) -> None:
+        self.module.save_pretrained(path, state_dict=self.state_dict())
 
 
 class _Stepper:
@@ -308,13 +326,27 @@ class DeepSpeedEngine(TrainingEngine):
         return flat[self.rank * size : (self.rank + 1) * size]
 
     # --- checkpoints -----------------------------------------------------------------------------
+    def _masters(self) -> dict[int, torch.Tensor]:
+        """bf16: every parameter's fp32 master by id, gathered from the ranks' partitions (collective: every
+        rank gathers the parameters in the same order); empty without bf16."""
+        from deepspeed.utils import safe_get_full_fp32_param
+
+        if not self.config.bf16:
+            return {}
+        return {id(p): safe_get_full_fp32_param(p).cpu() for p in self.ds.module.parameters()}
+
+    def _saved(self, module: nn.Module | None, masters: dict[int, torch.Tensor]) -> Any:
+        """`module` as `save_checkpoint` is to save it: itself, or under bf16 its fp32 masters."""
+        return module if module is None or not masters else _Fp32Weights(module, masters)
+
     def save(self, path: Path, *, step: int, scheduler: Any, tokenizer: Any, extra: dict[str, Any]) -> Path:
-        optimizer = self.optimizer_state()
+        optimizer, masters = self.optimizer_state(), self._masters()
         with self._whole_parameters():
             if self.rank == 0:
                 save_checkpoint(
-                    path, step=step, model=self.model, optimizer_state=optimizer, scheduler=scheduler,
-                    tokenizer=tokenizer, value_head=self.value_head, extra=extra,
+                    path, step=step, model=self._saved(self.model, masters), optimizer_state=optimizer,
+                    scheduler=scheduler, tokenizer=tokenizer, extra=extra,
+                    value_head=self._saved(self.value_head, masters),
                 )  # fmt: skip
         dist.barrier()  # every rank returns once the checkpoint is complete
         return path
@@ -330,7 +362,10 @@ class DeepSpeedEngine(TrainingEngine):
             load_model_weights(self.model, path)
             if self.value_head is not None:
                 self.value_head.load_state_dict(load_file(path / VALUE_HEAD_FILE))
-        self.zero.refresh_fp32_params()  # the fp32 masters from this rank's low-precision partitions
+        if self.config.bf16:
+            self._load_masters(path)
+        else:
+            self.zero.refresh_fp32_params()  # the fp32 masters from this rank's parameter partitions
         state = load_trainer_state(path)
         if state["optimizer"] is not None:
             self.load_optimizer_state(state["optimizer"])
@@ -339,7 +374,34 @@ class DeepSpeedEngine(TrainingEngine):
         set_rng_state(state["rng"])
         return Resumed(step=state["step"], extra=state["extra"])
 
+    def _load_masters(self, path: Path) -> None:
+        """bf16: each rank's fp32 master partitions from the checkpoint's weights (fp32 when saved so)."""
+        from safetensors.torch import load_file
+
+        from trainers.training.checkpoint import VALUE_HEAD_FILE
+
+        saved = _by_parameter(self.model, load_file(path / "model.safetensors"))
+        if self.value_head is not None:
+            saved.update(_by_parameter(self.value_head, load_file(path / VALUE_HEAD_FILE)))
+        for p in self.ds.module.parameters():
+            self._set_master(p, saved[id(p)].float())
+
+    def _set_master(self, param: nn.Parameter, full: torch.Tensor) -> None:
+        """Write `full` into this rank's fp32 master partition of `param` (local, no collective)."""
+        from deepspeed.utils import safe_set_full_fp32_param, safe_set_local_fp32_param
+
+        if self.config.stage == 3:  # the full setter cannot slice a padded last partition
+            safe_set_local_fp32_param(param, self._rank_slice(full, param.ds_tensor.numel()))
+        else:
+            safe_set_full_fp32_param(param, full.to(self._device()))
+
     def close(self) -> None:
         if dist.is_initialized():
             dist.barrier()
             dist.destroy_process_group()
+
+
+def _by_parameter(module: nn.Module, weights: dict[str, torch.Tensor]) -> dict[int, torch.Tensor]:
+    """`weights` keyed by the id of the parameter each name holds (a tied one under any of its names)."""
+    named = module.state_dict(keep_vars=True)
+    return {id(named[key]): value for key, value in weights.items() if isinstance(named[key], nn.Parameter)}
