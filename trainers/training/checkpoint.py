@@ -11,6 +11,7 @@ a run's record, so a file someone placed there must not be able to execute anyth
 
 from __future__ import annotations
 
+import json
 import pickle
 import random
 from dataclasses import dataclass, field
@@ -129,9 +130,22 @@ def save_checkpoint(
     return path
 
 
+def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
+    """A checkpoint's weights by name: `model.safetensors`, or every shard its index lists
+    (`save_pretrained` shards a model larger than its shard size, an 8B model in fp32 among them)."""
+    path = Path(path)
+    index = path / "model.safetensors.index.json"
+    if not index.exists():
+        return load_file(path / "model.safetensors")
+    weights: dict[str, torch.Tensor] = {}
+    for shard in sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())):
+        weights.update(load_file(path / shard))
+    return weights
+
+
 def load_model_weights(model: nn.Module, path: str | Path) -> None:
-    """Load `model.safetensors` in place; only weights tied to others may be absent from the file."""
-    weights = load_file(Path(path) / "model.safetensors")
+    """Load the checkpoint's weights in place; only weights tied to others may be absent from it."""
+    weights = read_weights(path)
     missing, unexpected = model.load_state_dict(weights, strict=False)
     tied = {"lm_head.weight"} if getattr(model.config, "tie_word_embeddings", False) else set()
     if unexpected or set(missing) - tied:

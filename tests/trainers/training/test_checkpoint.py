@@ -7,6 +7,7 @@ from trainers.training.checkpoint import (
     checkpoint_dir,
     latest_checkpoint,
     load_checkpoint,
+    load_model_weights,
     save_checkpoint,
 )
 from trainers.training.policy import ValueHead
@@ -69,3 +70,14 @@ def test_checkpoint_loads_with_from_pretrained(model, tmp_path):
     loaded = AutoModelForCausalLM.from_pretrained(path)
     ids = torch.tensor([[1, 2, 3]])
     assert torch.allclose(loaded(input_ids=ids).logits, model(input_ids=ids).logits, atol=1e-6)
+
+
+def test_a_sharded_checkpoint_resumes_like_a_single_file(model, tmp_path):
+    """save_pretrained shards a model larger than its shard size (an 8B model in fp32 is 32 GB); resuming
+    reads every shard its index lists."""
+    model.save_pretrained(tmp_path / "sharded", max_shard_size="20KB")
+    assert len(list((tmp_path / "sharded").glob("model-*.safetensors"))) > 1
+    fresh = type(model)(model.config)
+    load_model_weights(fresh, tmp_path / "sharded")
+    for key, value in model.state_dict().items():
+        assert torch.equal(fresh.state_dict()[key], value), key

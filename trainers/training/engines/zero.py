@@ -32,6 +32,7 @@ from trainers.training.checkpoint import (
     Resumed,
     load_model_weights,
     load_trainer_state,
+    read_weights,
     save_checkpoint,
     set_rng_state,
 )
@@ -380,7 +381,7 @@ class DeepSpeedEngine(TrainingEngine):
 
         from trainers.training.checkpoint import VALUE_HEAD_FILE
 
-        saved = _by_parameter(self.model, load_file(path / "model.safetensors"))
+        saved = _by_parameter(self.model, read_weights(path))
         if self.value_head is not None:
             saved.update(_by_parameter(self.value_head, load_file(path / VALUE_HEAD_FILE)))
         for p in self.ds.module.parameters():
