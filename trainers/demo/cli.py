@@ -46,15 +46,12 @@ def run(args: argparse.Namespace) -> int:
 
 def run_multiturn(args: argparse.Namespace) -> int:
     """The multi-turn recipe; the calculator's knobs that it shares (rl_steps, threads, ...) apply."""
-    from trainers.demo.frozenlake import lake_game
+    from trainers.demo.games import multiturn_recipe
     from trainers.demo.multiturn import MultiTurnSettings, run_multiturn_demo
-    from trainers.demo.sokoban import SETTINGS, sokoban_game
 
     names = {f.name for f in dataclasses.fields(MultiTurnSettings)}
     given = {k: v for k, v in vars(args).items() if k in names and v is not None and k != "env"}
-    defaults = SETTINGS if args.env == "sokoban" else {}
-    settings = MultiTurnSettings(env=args.env, **{**defaults, **given})
-    game = lake_game(args.size) if args.env == "frozenlake" else sokoban_game()
+    game, settings = multiturn_recipe(args.env, args.size, **given)
     report = run_multiturn_demo(game, settings, args.out)
     print(report.table())
     return 0

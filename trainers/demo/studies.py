@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from trainers.demo.games import multiturn_recipe
 from trainers.demo.multiturn import Game, MultiTurnReport, MultiTurnSettings, multiturn_rl, multiturn_sft
-from trainers.demo.sokoban import SETTINGS as SOKOBAN
 
 T1, GREEDY = "sampled/accuracy", "greedy/accuracy"
 COLLAPSE_FRACTION = 0.5  # collapsed: smoothed training success stays at or below half of its best
@@ -148,13 +148,6 @@ def filtering_table(runs: list[CollapseRun]) -> str:
 
 
 # --- command line ----------------------------------------------------------------------------------
-def game_for(env: str, size: int) -> Game:
-    from trainers.demo.frozenlake import lake_game
-    from trainers.demo.sokoban import sokoban_game
-
-    return lake_game(size) if env == "frozenlake" else sokoban_game()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m trainers.demo.studies", description=__doc__)
     parser.add_argument("study", choices=["estimators", "starpo_s"])
@@ -170,8 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/studies")
     args = parser.parse_args(argv)
     fields = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
-    settings = MultiTurnSettings(env=args.env, **{**(SOKOBAN if args.env == "sokoban" else {}), **fields})
-    game, out = game_for(args.env, args.size), Path(args.out) / f"{args.study}-{args.env}{args.size}"
+    game, settings = multiturn_recipe(args.env, args.size, **fields)
+    out = Path(args.out) / f"{args.study}-{args.env}{args.size}"
     if args.study == "estimators":
         table = estimator_table(compare_estimators(game, settings, args.seeds, args.estimators, out))
     else:

@@ -1,0 +1,17 @@
+"""The multi-turn games by name, with their recipes' settings: what the demo command and the studies run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainers.demo.frozenlake import lake_game
+from trainers.demo.multiturn import Game, MultiTurnSettings
+from trainers.demo.sokoban import SETTINGS as SOKOBAN_SETTINGS
+from trainers.demo.sokoban import sokoban_game
+
+
+def multiturn_recipe(env: str, size: int = 4, **given: Any) -> tuple[Game, MultiTurnSettings]:
+    """`env`'s game (FrozenLake is `size` x `size`) and its settings: the game's defaults, then `given`."""
+    if env == "sokoban":
+        return sokoban_game(), MultiTurnSettings(env=env, **{**SOKOBAN_SETTINGS, **given})
+    return lake_game(size), MultiTurnSettings(env=env, **given)
