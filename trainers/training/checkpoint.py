@@ -143,9 +143,12 @@ def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
     return weights
 
 
-def load_model_weights(model: nn.Module, path: str | Path) -> None:
-    """Load the checkpoint's weights in place; only weights tied to others may be absent from it."""
-    weights = read_weights(path)
+def load_model_weights(
+    model: nn.Module, path: str | Path, weights: dict[str, torch.Tensor] | None = None
+) -> None:
+    """Load the checkpoint's weights in place (`weights`: already read from it); only weights tied to
+    others may be absent from it."""
+    weights = read_weights(path) if weights is None else weights
     missing, unexpected = model.load_state_dict(weights, strict=False)
     tied = {"lm_head.weight"} if getattr(model.config, "tie_word_embeddings", False) else set()
     if unexpected or set(missing) - tied:

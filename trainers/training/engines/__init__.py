@@ -134,13 +134,17 @@ def group_should_stop(should_stop: Callable[[], bool] | None) -> Callable[[], bo
     if should_stop is None or not (dist.is_available() and dist.is_initialized()):
         return should_stop
 
-    def polled() -> bool:
-        device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
-        flag = torch.tensor([1.0 if should_stop() else 0.0], device=device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        return bool(flag.item() > 0)
+    return lambda: any_rank(should_stop())
 
-    return polled
+
+def any_rank(flag: bool) -> bool:
+    """Whether `flag` is true on any rank of the process group (a collective: every rank calls it)."""
+    import torch.distributed as dist
+
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+    t = torch.tensor([1.0 if flag else 0.0], device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item() > 0)
 
 
 @contextlib.contextmanager

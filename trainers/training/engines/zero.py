@@ -36,7 +36,7 @@ from trainers.training.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from trainers.training.engines import TrainingEngine
+from trainers.training.engines import TrainingEngine, any_rank
 from trainers.training.update import Shard, UpdateInputs, UpdateSettings, ppo_update
 
 if TYPE_CHECKING:
@@ -170,9 +170,7 @@ class DeepSpeedEngine(TrainingEngine):
         return box[0]
 
     def any(self, flag: bool) -> bool:
-        t = torch.tensor([1.0 if flag else 0.0], device=self._device())
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return bool(t.item() > 0)
+        return any_rank(flag)
 
     def full_weights(self) -> contextlib.AbstractContextManager[None]:
         if self.config.stage != 3:
@@ -359,12 +357,14 @@ class DeepSpeedEngine(TrainingEngine):
         from trainers.training.checkpoint import VALUE_HEAD_FILE
 
         path = Path(path)
+        weights = read_weights(path)
+        head = load_file(path / VALUE_HEAD_FILE) if self.value_head is not None else {}
         with self._whole_parameters(modifier_rank=0):  # ZeRO-3 re-partitions rank 0's weights on exit
-            load_model_weights(self.model, path)
+            load_model_weights(self.model, path, weights)
             if self.value_head is not None:
-                self.value_head.load_state_dict(load_file(path / VALUE_HEAD_FILE))
+                self.value_head.load_state_dict(head)
         if self.config.bf16:
-            self._load_masters(path)
+            self._load_masters(weights, head)
         else:
             self.zero.refresh_fp32_params()  # the fp32 masters from this rank's parameter partitions
         state = load_trainer_state(path)
@@ -375,15 +375,11 @@ class DeepSpeedEngine(TrainingEngine):
         set_rng_state(state["rng"])
         return Resumed(step=state["step"], extra=state["extra"])
 
-    def _load_masters(self, path: Path) -> None:
+    def _load_masters(self, weights: dict[str, torch.Tensor], head: dict[str, torch.Tensor]) -> None:
         """bf16: each rank's fp32 master partitions from the checkpoint's weights (fp32 when saved so)."""
-        from safetensors.torch import load_file
-
-        from trainers.training.checkpoint import VALUE_HEAD_FILE
-
-        saved = _by_parameter(self.model, read_weights(path))
+        saved = _by_parameter(self.model, weights)
         if self.value_head is not None:
-            saved.update(_by_parameter(self.value_head, load_file(path / VALUE_HEAD_FILE)))
+            saved.update(_by_parameter(self.value_head, head))
         for p in self.ds.module.parameters():
             self._set_master(p, saved[id(p)].float())
 
