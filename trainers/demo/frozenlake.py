@@ -40,11 +40,18 @@ def shortest_path(env: Environment) -> list[str]:
     return actions[::-1]
 
 
+def lake_map(start: str) -> str:
+    """The lake without its player (the player starts on frozen ice)."""
+    return start.replace("P", "_")
+
+
 def lake_game(size: int = 4) -> Game:
     """Random `size` x `size` lakes (no slipping); a play succeeds when the player stands on the goal."""
     level = {"size": size, "corners": True}
     turns = MAX_TURNS if size <= 4 else 12
-    return Game("frozenlake", QUESTION, level, turns, shortest_path, lambda state: "W" in state)
+    return Game(
+        "frozenlake", QUESTION, level, turns, shortest_path, lambda state: "W" in state, layout=lake_map
+    )
 
 
 def run_lake_demo(out: str | Path, settings: MultiTurnSettings | None = None, **kw: Any) -> MultiTurnReport:

@@ -10,6 +10,8 @@ after SFT and after RL.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import itertools
 import json
 import random
 import time
@@ -24,6 +26,9 @@ from trainers.tools.toolset import Toolset
 from trainers.trajectory import Trajectory
 
 HELD_OUT_SEED = 1_000_000  # held-out levels use seeds from here on; training levels use 0, 1, 2, ...
+# One layout in HELD_OUT_SHARE is held out. Small rooms repeat (the first 4096 Sokoban seeds make 1151
+# distinct levels), so disjoint seeds alone put 83 of 100 "held-out" levels in the training set
+HELD_OUT_SHARE = 5
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class Game:
     solve: Callable[[Environment], list[str] | None]  # an expert's shortest plan, None if unsolvable
     solved: Callable[[str], bool]  # is this rendered state a success?
     symbols: str = ""  # the grid's cell symbols: one token each in the demo tokenizer
+    layout: Callable[[str], str] = str  # a start state without its player: the map that the split keys on
     invalid_action_penalty: float = 0.0  # reward of a turn that took no action (RAGEN's format_penalty)
 
 
@@ -85,10 +91,27 @@ class MultiTurnReport:
         return "\n".join(lines)
 
 
-def level_rows(game: Game, name: str, seeds: range) -> list[dict[str, Any]]:
-    """One row per level; `initial_state` fixes the level, so held-out seeds never meet training ones."""
-    return [{"id": f"{name}{s}", "question": game.question, "initial_state": {**game.level, "seed": s}}
-            for s in seeds]  # fmt: skip
+def level_rows(game: Game, name: str, count: int, *, held_out: bool = False) -> list[dict[str, Any]]:
+    """`count` levels from one side of the split: training levels from seed 0 on, held-out ones from
+    HELD_OUT_SEED on. `initial_state` fixes each level; a held-out map is never a training map."""
+    first = HELD_OUT_SEED if held_out else 0
+    rows: list[dict[str, Any]] = []
+    seeds = itertools.count(first)
+    while len(rows) < count:
+        seed = next(seeds)
+        if seed - first > 1000 * HELD_OUT_SHARE * count:
+            raise RuntimeError(f"{game.tool}: too few {'held-out' if held_out else 'training'} maps")
+        initial_state = {**game.level, "seed": seed}
+        if is_held_out(game, initial_state) == held_out:
+            rows.append({"id": f"{name}{seed}", "question": game.question, "initial_state": initial_state})
+    return rows
+
+
+def is_held_out(game: Game, initial_state: dict[str, Any]) -> bool:
+    """Whether the level's map (its layout) falls in the held-out share (a stable hash, not the seed)."""
+    start = Toolset.build([game.tool], initial_state=initial_state).environment.observation()
+    digest = hashlib.sha256(game.layout(start).encode()).digest()
+    return int.from_bytes(digest[:8], "big") % HELD_OUT_SHARE == 0
 
 
 def expert_record(game: Game, row: dict[str, Any], rng: random.Random, slip: float) -> dict[str, Any] | None:
@@ -246,8 +269,8 @@ def multiturn_sft(game: Game, s: MultiTurnSettings, out: Path) -> MultiTurnSFT:
         torch.set_num_threads(s.threads)
     out.mkdir(parents=True, exist_ok=True)
     # Levels are the same for every seed; the seed changes the experts' slips, the model, SFT and RL.
-    train = level_rows(game, game.tool, range(s.n_train_levels))
-    held_out = level_rows(game, "held", range(HELD_OUT_SEED, HELD_OUT_SEED + s.n_eval))
+    train = level_rows(game, game.tool, s.n_train_levels)
+    held_out = level_rows(game, "held", s.n_eval, held_out=True)
     records = make_experts(game, train, s.n_experts, imperfect=s.imperfect, slip=s.slip, seed=s.seed)
     template, tools = TEMPLATES.get("qwen_tool")(), Toolset.build([game.tool]).specs()
     base = build_demo_model(out / "base", records, template=template, tools=tools, seed=s.seed,

@@ -60,11 +60,16 @@ def solve(env: Environment, max_states: int = 100_000) -> list[str] | None:
     return actions[::-1]
 
 
+def room(start: str) -> str:
+    """The room, its targets and boxes, without the player (P on floor, S on a target)."""
+    return start.replace("P", "_").replace("S", "O")
+
+
 def sokoban_game(size: int = 5, num_boxes: int = 1) -> Game:
     """Random rooms inside a `size` x `size` wall; a play succeeds when no box is off a target."""
     level = {"size": size, "num_boxes": num_boxes, "reverse_steps": 20}
     return Game("sokoban", QUESTION, level, MAX_TURNS, solve, lambda state: "X" not in state,
-                symbols="#_OX√PS\n", invalid_action_penalty=INVALID_ACTION_PENALTY)  # fmt: skip
+                symbols="#_OX√PS\n", invalid_action_penalty=INVALID_ACTION_PENALTY, layout=room)  # fmt: skip
 
 
 def run_sokoban_demo(
