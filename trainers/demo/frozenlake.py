@@ -15,6 +15,9 @@ from trainers.envs.frozenlake import FrozenLake
 
 QUESTION = "Walk the player P to the goal G without stepping into a hole O. Move with the frozenlake tool."
 MAX_TURNS = 8  # a shortest 4x4 corner-to-corner path is 6 moves; detours round holes take 8
+# Every 6x6 map is new: with 400 plays and 300 SFT steps the 2x64 policy did not read them (held-out
+# success 0.105 at T=1, 0.19 greedy); with 3000 plays and 800 steps it does (0.16, 0.34)
+LARGE_LAKE_SETTINGS = {"n_experts": 3000, "sft_steps": 800}
 
 
 def shortest_path(env: Environment) -> list[str]:

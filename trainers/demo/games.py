@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainers.demo.frozenlake import lake_game
+from trainers.demo.frozenlake import LARGE_LAKE_SETTINGS, lake_game
 from trainers.demo.multiturn import Game, MultiTurnSettings
 from trainers.demo.sokoban import SETTINGS as SOKOBAN_SETTINGS
 from trainers.demo.sokoban import sokoban_game
@@ -14,4 +14,5 @@ def multiturn_recipe(env: str, size: int = 4, **given: Any) -> tuple[Game, Multi
     """`env`'s game (FrozenLake is `size` x `size`) and its settings: the game's defaults, then `given`."""
     if env == "sokoban":
         return sokoban_game(), MultiTurnSettings(env=env, **{**SOKOBAN_SETTINGS, **given})
-    return lake_game(size), MultiTurnSettings(env=env, **given)
+    defaults = LARGE_LAKE_SETTINGS if size > 4 else {}
+    return lake_game(size), MultiTurnSettings(env=env, **{**defaults, **given})
