@@ -111,9 +111,11 @@ def collapse_overrides(lr: float, warmup_steps: int, keep_fraction: float | None
 
 def compare_filtering(
     game: Game, settings: MultiTurnSettings, seeds: Sequence[int], out: Path, *,
-    lr: float, warmup_steps: int, keep_fraction: float,
+    lr: float, warmup_steps: int, keep_fraction: float, same_update_batch: bool = False,
 ) -> list[CollapseRun]:  # fmt: skip
-    """Per seed: one SFT policy, then StarPO and StarPO-S under the same climbing learning rate."""
+    """Per seed: one SFT policy, then StarPO and StarPO-S under the same climbing learning rate.
+    `same_update_batch`: StarPO-S rolls out 1/keep_fraction times the prompts, so that both arms update
+    on as many groups (RAGEN filters a larger rollout pool; otherwise StarPO-S updates on fewer plays)."""
     runs = []
     arms = {"starpo": None, "starpo_s": keep_fraction}
     for seed in seeds:
@@ -122,11 +124,22 @@ def compare_filtering(
         for arm, keep in arms.items():
             overrides = collapse_overrides(lr, warmup_steps, keep)
             report = multiturn_rl(
-                game, seeded, sft.fresh(), out / f"seed{seed}", name=arm, overrides=overrides
-            )
+                game, rollout_pool(seeded, keep, same_update_batch), sft.fresh(), out / f"seed{seed}",
+                name=arm, overrides=overrides,
+            )  # fmt: skip
             alert = first_alert(out / f"seed{seed}" / arm / "alerts.jsonl")
             runs.append(CollapseRun(arm, seed, report.curve, collapse_step(report.curve), *alert))
     return runs
+
+
+def rollout_pool(
+    settings: MultiTurnSettings, keep: float | None, same_update_batch: bool
+) -> MultiTurnSettings:
+    """The arm's settings: with `same_update_batch`, a filtered arm rolls out prompts_per_step / keep prompts,
+    so that it keeps as many groups as the unfiltered arm updates on."""
+    if keep is None or not same_update_batch:
+        return settings
+    return replace(settings, prompts_per_step=round(settings.prompts_per_step / keep))
 
 
 def first_alert(path: Path) -> tuple[int | None, str | None]:
@@ -158,6 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=1e-2, help="starpo_s: the rate the warm-up climbs to")
     parser.add_argument("--warmup-steps", type=int, default=40, help="starpo_s: steps of the climb")
     parser.add_argument("--keep-fraction", type=float, default=0.25, help="starpo_s: share of groups kept")
+    parser.add_argument("--same-update-batch", action="store_true",
+                        help="starpo_s: roll out prompts_per_step / keep-fraction prompts")  # fmt: skip
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="a MultiTurnSettings field, e.g. rl_steps=30 (JSON values)")  # fmt: skip
     parser.add_argument("--out", default="runs/studies")
@@ -169,7 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = estimator_table(compare_estimators(game, settings, args.seeds, args.estimators, out))
     else:
         runs = compare_filtering(game, settings, args.seeds, out, lr=args.lr, warmup_steps=args.warmup_steps,
-                                 keep_fraction=args.keep_fraction)  # fmt: skip
+                                 keep_fraction=args.keep_fraction,
+                                 same_update_batch=args.same_update_batch)  # fmt: skip
         (out / "runs.json").write_text(json.dumps([asdict(r) for r in runs], indent=2), encoding="utf-8")
         table = filtering_table(runs)
     print(table)

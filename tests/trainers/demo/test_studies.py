@@ -3,7 +3,7 @@
 import json
 
 from trainers.demo.frozenlake import lake_game
-from trainers.demo.multiturn import MultiTurnReport, success_per_step
+from trainers.demo.multiturn import MultiTurnReport, MultiTurnSettings, success_per_step
 from trainers.demo.studies import (
     CollapseRun,
     collapse_overrides,
@@ -11,6 +11,7 @@ from trainers.demo.studies import (
     estimator_table,
     filtering_table,
     first_alert,
+    rollout_pool,
 )
 
 
@@ -36,6 +37,13 @@ def test_starpo_s_arm_differs_from_starpo_only_by_its_filter():
     assert {k: v for k, v in plain.items() if k != "filters"} == {
         k: v for k, v in filtered.items() if k != "filters"
     }
+
+
+def test_same_update_batch_gives_the_filtered_arm_a_larger_rollout_pool():
+    settings = MultiTurnSettings(prompts_per_step=8)
+    assert rollout_pool(settings, 0.25, same_update_batch=True).prompts_per_step == 32  # keeps 8 groups
+    assert rollout_pool(settings, 0.25, same_update_batch=False).prompts_per_step == 8
+    assert rollout_pool(settings, None, same_update_batch=True).prompts_per_step == 8  # StarPO: no filter
 
 
 def report(before: float, after: float, curve: list[float], anchors: list[float]) -> MultiTurnReport:
