@@ -11,15 +11,17 @@ from typing import Any
 
 from trainers.demo.multiturn import Game, MultiTurnReport, MultiTurnSettings, run_multiturn_demo
 from trainers.envs.base import MOVES, Environment
-from trainers.envs.sokoban import Sokoban
+from trainers.envs.sokoban import STEP_PENALTY, Sokoban
 
 QUESTION = "Push every box X onto a target O. Move the player P with the sokoban tool."
 MAX_TURNS = 10
-# A turn without a move costs more than a move (-0.1): with nothing charged for it, plays that fail anyway
-# learned to break their calls instead of moving (malformed calls per play 0.27 -> 4.7 under GiGPO)
-INVALID_ACTION_PENALTY = -0.5
+# A turn without a move costs more than any play that moves and fails (at worst -0.1 per turn, as a box
+# that ends off its target has gained and lost the same): at -0.5 a play that broke its first call and
+# ended beat a 12-move failure (-1.2), and GiGPO taught every play to give up (success 0.11 -> 0 by
+# step 10 on 6x6 rooms). With nothing charged, malformed calls per play rose 0.27 -> 4.7
+INVALID_ACTION_PENALTY = STEP_PENALTY * MAX_TURNS - 0.5
 # The 2x64 policy never learned to read a room (greedy held-out success 0.11 after SFT, below T=1's 0.29);
-# 4x128 with one token per cell does (greedy 0.51, T=1 0.385), at about 7 minutes of SFT on one thread
+# 4x128 with one token per cell reads seen rooms (greedy 0.51, T=1 0.385) but not unseen ones (README)
 SETTINGS = {"hidden_size": 128, "num_layers": 4, "sft_steps": 400, "sft_lr": 1e-3, "rl_lr": 1e-4}
 
 State = tuple[tuple[int, int], frozenset]

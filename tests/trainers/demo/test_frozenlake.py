@@ -21,6 +21,7 @@ from trainers.demo.multiturn import (
 )
 from trainers.demo.sokoban import sokoban_game, solve
 from trainers.envs.frozenlake import FrozenLake
+from trainers.envs.sokoban import STEP_PENALTY
 from trainers.templates import TEMPLATES
 from trainers.tools.toolset import Toolset
 from trainers.training.build import build_trainer
@@ -167,3 +168,8 @@ def test_each_game_takes_its_recipe_defaults_and_given_settings_win():
     assert multiturn_recipe("frozenlake")[1].hidden_size == 64
     game, settings = multiturn_recipe("sokoban", rl_lr=0.5)
     assert (game.tool, settings.hidden_size, settings.rl_lr) == ("sokoban", 128, 0.5)
+
+
+def test_giving_up_in_sokoban_costs_more_than_any_play_that_moves_and_fails():
+    game = sokoban_game()
+    assert game.invalid_action_penalty < STEP_PENALTY * game.max_turns  # every move of a failed play: -0.1
