@@ -48,13 +48,18 @@ def lake_map(start: str) -> str:
     return start.replace("P", "_")
 
 
-def lake_game(size: int = 4) -> Game:
-    """Random `size` x `size` lakes (no slipping); a play succeeds when the player stands on the goal."""
+def lake_game(size: int = 4, *, describe: bool = True) -> Game:
+    """Random `size` x `size` lakes (no slipping); a play succeeds when the player stands on the goal.
+    `describe` adds the surroundings line to every observation (see `Environment`)."""
     level = {"size": size, "corners": True}
     turns = MAX_TURNS if size <= 4 else 12
-    return Game(
-        "frozenlake", QUESTION, level, turns, shortest_path, lambda state: "W" in state, layout=lake_map
-    )
+    return Game("frozenlake", QUESTION, level, turns, shortest_path, on_goal, layout=lake_map,
+                tool_config={"describe": describe})  # fmt: skip
+
+
+def on_goal(state: str) -> bool:
+    """The player W stands on the goal in the grid (the surroundings line is lower case)."""
+    return "W" in state
 
 
 def run_lake_demo(out: str | Path, settings: MultiTurnSettings | None = None, **kw: Any) -> MultiTurnReport:

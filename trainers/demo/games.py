@@ -10,9 +10,13 @@ from trainers.demo.sokoban import SETTINGS as SOKOBAN_SETTINGS
 from trainers.demo.sokoban import sokoban_game
 
 
-def multiturn_recipe(env: str, size: int = 4, **given: Any) -> tuple[Game, MultiTurnSettings]:
-    """`env`'s game (FrozenLake is `size` x `size`) and its settings: the game's defaults, then `given`."""
+def multiturn_recipe(
+    env: str, size: int = 4, *, describe: bool = True, **given: Any
+) -> tuple[Game, MultiTurnSettings]:
+    """`env`'s game (FrozenLake is `size` x `size`; `describe`: the surroundings line) and its settings:
+    the game's defaults, then `given`."""
     if env == "sokoban":
-        return sokoban_game(), MultiTurnSettings(env=env, **{**SOKOBAN_SETTINGS, **given})
+        game = sokoban_game(describe=describe)
+        return game, MultiTurnSettings(env=env, **{**SOKOBAN_SETTINGS, **given})
     defaults = LARGE_LAKE_SETTINGS if size > 4 else {}
-    return lake_game(size), MultiTurnSettings(env=env, **{**defaults, **given})
+    return lake_game(size, describe=describe), MultiTurnSettings(env=env, **{**defaults, **given})

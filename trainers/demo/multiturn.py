@@ -42,8 +42,16 @@ class Game:
     solve: Callable[[Environment], list[str] | None]  # an expert's shortest plan, None if unsolvable
     solved: Callable[[str], bool]  # is this rendered state a success?
     symbols: str = ""  # the grid's cell symbols: one token each in the demo tokenizer
-    layout: Callable[[str], str] = str  # a start state without its player: the map that the split keys on
-    invalid_action_penalty: float = 0.0  # reward of a turn that took no action (RAGEN's format_penalty)
+    layout: Callable[[str], str] = str  # a start grid without its player: the map that the split keys on
+    # the tool's config: `describe` (the surroundings line), `invalid_action_penalty` (RAGEN's format_penalty)
+    tool_config: dict[str, Any] = field(default_factory=dict)
+
+    def binding(self) -> dict[str, Any]:
+        """The tool as a run config names it; experts, evaluation and RL all play through this."""
+        return {"name": self.tool, "config": dict(self.tool_config)}
+
+    def toolset(self, initial_state: dict[str, Any] | None = None) -> Toolset:
+        return Toolset.build([self.binding()], initial_state=initial_state)
 
 
 @dataclass
@@ -111,7 +119,7 @@ def level_rows(game: Game, name: str, count: int, *, held_out: bool = False) -> 
 
 def is_held_out(game: Game, initial_state: dict[str, Any]) -> bool:
     """Whether the level's map (its layout) falls in the held-out share (a stable hash, not the seed)."""
-    start = Toolset.build([game.tool], initial_state=initial_state).environment.observation()
+    start = game.toolset(initial_state).environment.grid()
     digest = hashlib.sha256(game.layout(start).encode()).digest()
     return int.from_bytes(digest[:8], "big") % HELD_OUT_SHARE == 0
 
@@ -120,7 +128,7 @@ def expert_record(game: Game, row: dict[str, Any], rng: random.Random, slip: flo
     """One expert play of the row's level with the real tool's responses; each move is replaced by a
     random one with probability `slip` (then the expert replans from where it is). None if unsolvable
     or longer than the game's turns."""
-    toolset = Toolset.build([game.tool], initial_state=row["initial_state"])
+    toolset = game.toolset(row["initial_state"])
     env, tool = toolset.environment, toolset.tools[game.tool]
     observation = env.observation()
     plan = game.solve(env)
@@ -176,7 +184,7 @@ def rl_config(
         "output_dir": str(out),
         "model": {"path": str(model_dir)},
         "template": {"name": "qwen_tool"},
-        "tools": [{"name": game.tool, "config": tool_config(game)}],
+        "tools": [game.binding()],
         "limits": limits(game),
         "sampling": {"temperature": 1.0},
         "rollout": {"prompts_per_step": s.prompts_per_step, "samples_per_prompt": s.samples_per_prompt},
@@ -188,10 +196,6 @@ def rl_config(
         "checkpoint": {"every_steps": 100_000, "keep": 1},
         "data": {"train_path": str(train_path)},
     }, overrides or {}))  # fmt: skip
-
-
-def tool_config(game: Game) -> dict[str, Any]:
-    return {"invalid_action_penalty": game.invalid_action_penalty} if game.invalid_action_penalty else {}
 
 
 def limits(game: Game) -> dict[str, int]:
@@ -206,7 +210,7 @@ def held_out_eval(game: Game, model: Any, tokenizer: Any, rows: list[dict], s: M
     from trainers.training.evaluate import Evaluator
 
     engine = RolloutEngine(
-        HFBackend(model, tokenizer), "qwen_tool", [game.tool], RolloutLimits(**limits(game))
+        HFBackend(model, tokenizer), "qwen_tool", [game.binding()], RolloutLimits(**limits(game))
     )
     evaluator = Evaluator(engine, rows, success_judge(game), samples=s.eval_samples)
     return evaluator.run(seed=10_000 + s.seed)
@@ -274,7 +278,7 @@ def multiturn_sft(game: Game, s: MultiTurnSettings, out: Path) -> MultiTurnSFT:
     train = level_rows(game, game.tool, s.n_train_levels)
     held_out = level_rows(game, "held", s.n_eval, held_out=True)
     records = make_experts(game, train, s.n_experts, imperfect=s.imperfect, slip=s.slip, seed=s.seed)
-    template, tools = TEMPLATES.get("qwen_tool")(), Toolset.build([game.tool]).specs()
+    template, tools = TEMPLATES.get("qwen_tool")(), game.toolset().specs()
     base = build_demo_model(out / "base", records, template=template, tools=tools, seed=s.seed,
                             hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=2,
                             num_kv_heads=1, isolated=game.symbols)  # fmt: skip

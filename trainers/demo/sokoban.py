@@ -67,11 +67,18 @@ def room(start: str) -> str:
     return start.replace("P", "_").replace("S", "O")
 
 
-def sokoban_game(size: int = 5, num_boxes: int = 1) -> Game:
-    """Random rooms inside a `size` x `size` wall; a play succeeds when no box is off a target."""
+def sokoban_game(size: int = 5, num_boxes: int = 1, *, describe: bool = True) -> Game:
+    """Random rooms inside a `size` x `size` wall; a play succeeds when no box is off a target.
+    `describe` adds the surroundings line to every observation (see `Environment`)."""
     level = {"size": size, "num_boxes": num_boxes, "reverse_steps": 20}
-    return Game("sokoban", QUESTION, level, MAX_TURNS, solve, lambda state: "X" not in state,
-                symbols="#_OX√PS\n", invalid_action_penalty=INVALID_ACTION_PENALTY, layout=room)  # fmt: skip
+    config = {"describe": describe, "invalid_action_penalty": INVALID_ACTION_PENALTY}
+    return Game("sokoban", QUESTION, level, MAX_TURNS, solve, solved, symbols="#_OX√PS\n", layout=room,
+                tool_config=config)  # fmt: skip
+
+
+def solved(state: str) -> bool:
+    """No box X left off a target in the grid (the surroundings line is lower case)."""
+    return "X" not in state
 
 
 def run_sokoban_demo(

@@ -175,11 +175,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="starpo_s: roll out prompts_per_step / keep-fraction prompts")  # fmt: skip
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="a MultiTurnSettings field, e.g. rl_steps=30 (JSON values)")  # fmt: skip
+    parser.add_argument("--grid-only", action="store_true",
+                        help="observations without the surroundings line (RAGEN's grid alone)")  # fmt: skip
     parser.add_argument("--out", default="runs/studies")
     args = parser.parse_args(argv)
     fields = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
-    game, settings = multiturn_recipe(args.env, args.size, **fields)
-    out = Path(args.out) / f"{args.study}-{args.env}{args.size}"
+    game, settings = multiturn_recipe(args.env, args.size, describe=not args.grid_only, **fields)
+    view = "-grid" if args.grid_only else ""
+    out = Path(args.out) / f"{args.study}-{args.env}{args.size}{view}"
     if args.study == "estimators":
         table = estimator_table(compare_estimators(game, settings, args.seeds, args.estimators, out))
     else:

@@ -16,6 +16,8 @@ class Environment(ABC):
     """reset() picks a level from a dataset row's `initial_state` (or a seed); step() applies one action.
 
     `state_hash()` identifies the exact state, so GiGPO can group steps that acted from the same state.
+    With `describe`, the observation adds a line in words under the grid: what lies next to the player and
+    where the goal lies from it, so a small policy need not learn to read positions off a text grid.
     """
 
     name: ClassVar[str]
@@ -23,9 +25,15 @@ class Environment(ABC):
     legend: ClassVar[str]
 
     def __init__(
-        self, *, max_steps: int = 20, invalid_action_penalty: float = 0.0, **level_defaults: Any
+        self,
+        *,
+        max_steps: int = 20,
+        invalid_action_penalty: float = 0.0,
+        describe: bool = False,
+        **level_defaults: Any,
     ) -> None:
         self.max_steps = max_steps
+        self.describe = describe
         # RAGEN's format_penalty: the reward of a turn that took no action (a malformed or rejected call,
         # or no call), so that breaking a call is never cheaper than a move that costs reward
         self.invalid_action_penalty = invalid_action_penalty
@@ -67,11 +75,15 @@ class Environment(ABC):
         return self.observation(), reward, self.done
 
     def observation(self) -> str:
+        """The grid, then (with `describe`) the surroundings in words."""
+        return f"{self.grid()}\n{self.surroundings()}" if self.describe else self.grid()
+
+    def grid(self) -> str:
         return "\n".join("".join(row) for row in self.render())
 
     def state_hash(self) -> str:
         """A stable hash of the exact state (the rendered grid encodes every position)."""
-        return hashlib.sha256(f"{self.name}\n{self.observation()}".encode()).hexdigest()[:16]
+        return hashlib.sha256(f"{self.name}\n{self.grid()}".encode()).hexdigest()[:16]
 
     @abstractmethod
     def _generate(self, rng: random.Random, **params: Any) -> None:
@@ -88,6 +100,17 @@ class Environment(ABC):
     @abstractmethod
     def render(self) -> list[list[str]]:
         """The state as a grid of symbols (see `legend`)."""
+
+    @abstractmethod
+    def surroundings(self) -> str:
+        """The player's neighbourhood and the goal's direction in words (the `describe` line)."""
+
+
+def offset_words(dr: int, dc: int) -> str:
+    """A grid offset in words: (2, -1) is "2 down 1 left"; (0, 0) is "here"."""
+    parts = [f"{abs(dr)} {'down' if dr > 0 else 'up'}"] if dr else []
+    parts += [f"{abs(dc)} {'right' if dc > 0 else 'left'}"] if dc else []
+    return " ".join(parts) or "here"
 
 
 ENVIRONMENTS: Registry[type[Environment]] = Registry("environment")

@@ -6,7 +6,7 @@ import random
 from collections import deque
 from typing import Any
 
-from trainers.envs.base import ENVIRONMENTS, MOVES, Environment
+from trainers.envs.base import ENVIRONMENTS, MOVES, Environment, offset_words
 
 Cell = tuple[int, int]
 
@@ -88,3 +88,14 @@ class FrozenLake(Environment):
         r, c = self.player
         grid[r][c] = {"O": "X", "G": "W"}.get(grid[r][c], "P")
         return grid
+
+    def surroundings(self) -> str:
+        """E.g. "up edge, down ice, left hole, right ice; goal 2 down 3 right"."""
+        r, c = self.player
+        near = ", ".join(f"{move} {self._cell_word((r + dr, c + dc))}" for move, (dr, dc) in MOVES.items())
+        return f"{near}; goal {offset_words(self.goal[0] - r, self.goal[1] - c)}"
+
+    def _cell_word(self, cell: Cell) -> str:
+        if not (0 <= cell[0] < self.shape[0] and 0 <= cell[1] < self.shape[1]):
+            return "edge"
+        return "goal" if cell == self.goal else "hole" if cell in self.holes else "ice"

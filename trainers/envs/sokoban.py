@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from trainers.envs.base import ENVIRONMENTS, MOVES, Environment
+from trainers.envs.base import ENVIRONMENTS, MOVES, Environment, offset_words
 
 Cell = tuple[int, int]
 STEP_PENALTY, BOX_ON, BOX_OFF, SOLVED = -0.1, 1.0, -1.0, 10.0  # gym-sokoban's reward scheme
@@ -117,3 +117,30 @@ class Sokoban(Environment):
         r, c = self.player
         grid[r][c] = "S" if (r, c) in self.targets else "P"
         return grid
+
+    def surroundings(self) -> str:
+        """E.g. "up wall, down box then floor, left floor, right target; box 1 down, to target 1 left":
+        each direction's cell (and the cell a box there would be pushed into), then every box off a
+        target, from the player, and the nearest free target from that box."""
+        r, c = self.player
+        near = []
+        for action, (dr, dc) in MOVES.items():
+            ahead = (r + dr, c + dc)
+            word = self._cell_word(ahead)
+            if ahead in self.boxes:
+                word += f" then {self._cell_word((r + 2 * dr, c + 2 * dc))}"
+            near.append(f"{action} {word}")
+        free = sorted(self.targets - self.boxes)
+        boxes = []
+        for box in sorted(self.boxes - self.targets):
+            target = min(free, key=lambda t: abs(t[0] - box[0]) + abs(t[1] - box[1]))
+            boxes.append(f"box {offset_words(box[0] - r, box[1] - c)}, to target "
+                         f"{offset_words(target[0] - box[0], target[1] - box[1])}")  # fmt: skip
+        return "; ".join([", ".join(near), *boxes])
+
+    def _cell_word(self, cell: Cell) -> str:
+        if cell not in self.floor:
+            return "wall"
+        if cell in self.boxes:
+            return "box on target" if cell in self.targets else "box"
+        return "target" if cell in self.targets else "floor"

@@ -16,6 +16,7 @@ from trainers.trajectory import ToolResult
 
 ACTION_SEPARATOR = "||"  # RAGEN's separator between the actions of one turn
 MAX_ACTIONS_PER_TURN = 5  # RAGEN's default max_actions_per_turn
+DESCRIBE_NOTE = "Under the grid, a line in words: what lies in each direction and where the goal is from you."
 
 
 class EnvironmentTool(Tool):
@@ -37,6 +38,8 @@ class EnvironmentTool(Tool):
         self.environment = self.env_class(**env_config)
         self.max_actions_per_turn = max_actions_per_turn
         self.turn_actions: int | None = None  # actions taken this turn; None outside a turn (direct calls)
+        if self.environment.describe:  # the spec says what the extra line is
+            self.description = f"{self.description} {DESCRIBE_NOTE}"
         if max_actions_per_turn != MAX_ACTIONS_PER_TURN:  # the spec shows this instance's cap
             self.parameters = self.action_parameters(tuple(self.env_class.actions), max_actions_per_turn)
 

@@ -49,7 +49,7 @@ def test_corner_lakes_start_top_left_and_end_bottom_right():
 def test_sokoban_solver_solves_generated_rooms():
     game = sokoban_game()
     for row in level_rows(game, "s", 20):
-        env = Toolset.build([game.tool], initial_state=row["initial_state"]).environment
+        env = game.toolset(row["initial_state"]).environment
         plan = solve(env)
         assert plan is not None
         for action in plan:
@@ -76,8 +76,7 @@ def test_held_out_maps_are_never_training_maps(game):
     """Small rooms repeat across seeds, so the split is by map (the start state without its player)."""
 
     def maps(rows):
-        starts = [Toolset.build([game.tool], initial_state=r["initial_state"]).environment for r in rows]
-        return [game.layout(env.observation()) for env in starts]
+        return [game.layout(game.toolset(r["initial_state"]).environment.grid()) for r in rows]
 
     train, held = level_rows(game, "t", 4096), level_rows(game, "held", 100, held_out=True)
     assert min(r["initial_state"]["seed"] for r in held) >= HELD_OUT_SEED > len(train)
@@ -172,4 +171,5 @@ def test_each_game_takes_its_recipe_defaults_and_given_settings_win():
 
 def test_giving_up_in_sokoban_costs_more_than_any_play_that_moves_and_fails():
     game = sokoban_game()
-    assert game.invalid_action_penalty < STEP_PENALTY * game.max_turns  # every move of a failed play: -0.1
+    # every move of a failed play costs -0.1
+    assert game.tool_config["invalid_action_penalty"] < STEP_PENALTY * game.max_turns

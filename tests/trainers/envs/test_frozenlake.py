@@ -86,3 +86,18 @@ def test_slippery_ice_is_reproducible_from_the_seed() -> None:
 def test_unknown_level_parameter_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="bad initial_state for frozenlake"):
         FrozenLake().reset({"seed": 1, "difficulty": "hard"})
+
+
+def test_describe_adds_the_surroundings_under_the_grid_and_follows_the_player() -> None:
+    env = FrozenLake(describe=True)
+    first = env.reset({"grid": ["P_G", "O__", "___"]})
+    assert first == "P_G\nO__\n___\nup edge, down hole, left edge, right ice; goal 2 right"
+    assert env.step("right")[0].splitlines()[-1] == "up edge, down ice, left ice, right goal; goal 1 right"
+
+
+def test_describe_leaves_the_state_hash_alone() -> None:
+    plain, described = FrozenLake(), FrozenLake(describe=True)
+    plain.reset({"seed": 3})
+    described.reset({"seed": 3})
+    assert described.observation().startswith(plain.observation() + "\n")
+    assert plain.state_hash() == described.state_hash()

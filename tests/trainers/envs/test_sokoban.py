@@ -90,3 +90,24 @@ def test_equal_states_hash_equal_whatever_the_path() -> None:
     fresh = Sokoban()
     fresh.reset({"grid": grid})
     assert fresh.state_hash() != a.state_hash()
+
+
+def test_describe_names_each_neighbour_what_a_push_meets_and_where_the_box_should_go() -> None:
+    env = Sokoban(describe=True)
+    env.reset({"grid": ["######", "#_O__#", "#PX__#", "######"]})
+    assert env.observation().splitlines()[-1] == (
+        "up floor, down wall, left wall, right box then floor; box 1 right, to target 1 up"
+    )
+    env.step("up")
+    env.step("right")
+    assert env.observation().splitlines()[-1] == (
+        "up wall, down box then wall, left floor, right floor; box 1 down, to target 1 up"
+    )
+
+
+def test_describe_lists_no_box_once_every_box_is_on_a_target() -> None:
+    env = Sokoban(describe=True)
+    env.reset({"grid": ["#####", "#PXO#", "#####"]})
+    observation, _, done = env.step("right")
+    assert done
+    assert observation.splitlines()[-1] == "up wall, down wall, left floor, right box on target then wall"

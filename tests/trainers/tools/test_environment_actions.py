@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from trainers.tools.environment import MAX_ACTIONS_PER_TURN, normalise_actions
+from trainers.tools.environment import DESCRIBE_NOTE, MAX_ACTIONS_PER_TURN, normalise_actions
 from trainers.tools.toolset import Toolset
 from trainers.trajectory import ToolCall
 
@@ -76,3 +76,12 @@ def test_the_spec_offers_both_forms_and_states_the_cap():
 def test_a_cap_below_one_is_a_config_error():
     with pytest.raises(ValueError, match="max_actions_per_turn"):
         lake(max_actions_per_turn=0)
+
+
+def test_describe_puts_the_surroundings_line_in_every_response_and_says_so_in_the_spec():
+    described, plain = lake(describe=True), lake()
+    assert DESCRIBE_NOTE in described.specs()[0]["function"]["description"]
+    assert DESCRIBE_NOTE not in plain.specs()[0]["function"]["description"]
+    (result,) = turn(described, {"action": "right"})
+    grid, line = result.output.splitlines()[:2], result.output.splitlines()[2]
+    assert grid == ["_P__", "___G"] and line == "up edge, down ice, left ice, right ice; goal 1 down 2 right"
