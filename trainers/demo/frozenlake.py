@@ -15,9 +15,9 @@ from trainers.envs.frozenlake import FrozenLake
 
 QUESTION = "Walk the player P to the goal G without stepping into a hole O. Move with the frozenlake tool."
 MAX_TURNS = 8  # a shortest 4x4 corner-to-corner path is 6 moves; detours round holes take 8
-# Every 6x6 map is new: with 400 plays and 300 SFT steps the 2x64 policy did not read them (held-out
-# success 0.105 at T=1, 0.19 greedy); with 3000 plays and 800 steps it does (0.16, 0.34)
-LARGE_LAKE_SETTINGS = {"n_experts": 3000, "sft_steps": 800}
+# Every 6x6 map is new, and 2000 plays (600 SFT steps at 3e-3) left the policy reading them poorly
+# (greedy held-out success 0.30); with 3000 plays and the recipe's SFT (1000 steps at 1e-3): 0.40
+LARGE_LAKE_SETTINGS = {"n_experts": 3000}
 
 
 def shortest_path(env: Environment) -> list[str]:
