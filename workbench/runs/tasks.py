@@ -20,8 +20,16 @@ _rollout_worker = None  # this process's RolloutWorkerState: the policies it kee
 # that dies cannot, and a sweep requeues its run once the lease expired (recovery.py). Either way the next
 # delivery resumes from the run's last checkpoint. `run_config` trains the config exactly as `python -m
 # trainers train` does (SFT warm start on a first delivery, then RL); it imports torch when it runs. A
-# config with `rollout.backend: remote` sends its rollouts to the rollout queue's workers.
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, name="workbench.runs.tasks.train_run")
+# config with `rollout.backend: remote` sends its rollouts to the rollout queue's workers. max_retries=None
+# on the task is what makes it wait for ever: None passed to retry() means the task's own (Celery's 3),
+# and a 2-GPU run on a loaded machine gave up after 3 looks while a cancelled run was freeing its GPU.
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=None,
+    name="workbench.runs.tasks.train_run",
+)
 def train_run(self, run_id: int) -> str | None:
     dispatcher = CeleryDispatcher(
         run_key=f"run{run_id}", weights_url=rollout_weights_url(run_id), queue=settings.RUNS_ROLLOUT_QUEUE
@@ -33,9 +41,9 @@ def train_run(self, run_id: int) -> str | None:
             train=partial(run_config, dispatcher=dispatcher),
         )
     except RunBusy as exc:  # a duplicate delivery while the holder is alive: look again after the lease
-        raise self.retry(exc=exc, countdown=settings.RUNS_LEASE_S, max_retries=None) from exc
+        raise self.retry(exc=exc, countdown=settings.RUNS_LEASE_S) from exc
     except GpusBusy as exc:  # too few free GPUs here now: back to the queue, for this or another worker
-        raise self.retry(exc=exc, countdown=settings.RUNS_GPU_WAIT_S, max_retries=None) from exc
+        raise self.retry(exc=exc, countdown=settings.RUNS_GPU_WAIT_S) from exc
     if status is not None:  # the run ended (None: another attempt holds it and may still publish)
         rollout_weights_delete(run_id)
     return status

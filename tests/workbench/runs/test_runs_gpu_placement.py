@@ -258,3 +258,11 @@ def test_the_status_page_shows_which_run_holds_which_gpu(
     assert row.count('<span class="muted">free</span>') == 1
     page = client_for(member).get(ours.get_absolute_url()).content.decode()
     assert '<span class="muted run-gpus">GPU 0</span>' in page and "· 1 GPU" in page
+
+
+def test_a_run_waiting_for_gpus_or_a_lease_is_retried_without_limit():
+    """retry(max_retries=None) means the task's own limit (Celery's default, 3): a 2-GPU run on a loaded
+    machine gave up after three looks while a cancelled run was still freeing its GPU."""
+    from workbench.runs.tasks import train_run
+
+    assert train_run.max_retries is None
