@@ -23,7 +23,6 @@ from trainers.demo.sokoban import sokoban_game, solve
 from trainers.envs.frozenlake import FrozenLake
 from trainers.envs.sokoban import STEP_PENALTY
 from trainers.templates import TEMPLATES
-from trainers.tools.toolset import Toolset
 from trainers.training.build import build_trainer
 from trainers.training.model_io import load_policy
 from trainers.training.sft import render_experts, sft_train
@@ -102,7 +101,7 @@ def sft_model(tmp_path_factory):
     rows = level_rows(game, "lake", 200)
     records = make_experts(game, rows, 96, imperfect=0.0, slip=0.0)
     template = TEMPLATES.get("qwen_tool")()
-    tools = Toolset.build(["frozenlake"]).specs()
+    tools = game.toolset().specs()  # the spec RL shows (it mentions the surroundings line)
     base = build_demo_model(root / "base", records, template=template, tools=tools, hidden_size=64,
                             num_layers=2, num_heads=2, num_kv_heads=1)  # fmt: skip
     model, tokenizer = load_policy(base)
