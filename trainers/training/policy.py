@@ -16,7 +16,14 @@ from torch import nn
 from torch.nn import functional as F
 
 from trainers.backends.hf import cache_argument
-from trainers.training.prompt_sharing import distinct_prompts, shared_prompt_hidden
+from trainers.training.prompt_sharing import (
+    MIN_SHARED_PREFIX,
+    common_prefix_length,
+    distinct_prompts,
+    hidden_before_responses,
+    shared_prefix_hidden,
+    shared_prompt_hidden,
+)
 from trainers.trajectory import Trajectory
 
 
@@ -115,31 +122,31 @@ def model_device(model: nn.Module) -> torch.device:
 
 
 def response_hidden(
-    model: nn.Module, batch: TokenBatch, *, share_prompts: bool = True, on_device: TokenBatch | None = None
-) -> torch.Tensor:
+    model: nn.Module, batch: TokenBatch, *, share_prompts: bool = True, share_prefix: bool = True,
+    on_device: TokenBatch | None = None,
+) -> torch.Tensor:  # fmt: skip
     """Last hidden state at the position that predicts each response token: [B, T, H].
 
-    When rows share a prompt (the samples of a group) each distinct prompt is encoded once, unless
-    `share_prompts` is False (ZeRO-3: every rank must call the decoder as often as the others).
+    When rows share a prompt (the samples of a group) each distinct prompt is encoded once; when all
+    prompts differ but open alike (a system prompt), that common prefix is encoded once. Unless
+    `share_prompts` is False (ZeRO-3: every rank must call the decoder as often as the others), or
+    `share_prefix` is False for the second.
     `batch` may be on the CPU (the prompts are compared there); the decoder reads `on_device`, the
     batch on the model's device (default: `batch` moved there).
     """
     decoder = model.get_decoder()
-    on_device = batch.to(model_device(model)) if on_device is None else on_device
-    device = on_device.input_ids.device
+    dev = batch.to(model_device(model)) if on_device is None else on_device
     prompts, row_of = distinct_prompts(batch.input_ids, batch.prompt_lengths)
     cache_arg = cache_argument(decoder)
+    mask, lengths, resp_len = dev.attention_mask, dev.prompt_lengths, dev.response_ids.shape[1]
     if share_prompts and cache_arg is not None and len(prompts) < batch.size:
-        mask, lengths = on_device.attention_mask, on_device.prompt_lengths
-        return shared_prompt_hidden(
-            decoder, cache_arg, prompts, row_of.to(device), mask, lengths, on_device.response_ids
-        )
-    hidden = decoder(input_ids=on_device.input_ids, attention_mask=on_device.attention_mask).last_hidden_state
-    resp_len = on_device.response_ids.shape[1]
-    # Token j of the response sits at prompt_length + j and is predicted from the position before it.
-    positions = on_device.prompt_lengths[:, None] + torch.arange(resp_len, device=device)[None, :] - 1
-    positions = positions.clamp(0, hidden.shape[1] - 1)
-    return hidden.gather(1, positions[..., None].expand(-1, -1, hidden.shape[-1]))
+        row_of = row_of.to(dev.input_ids.device)
+        return shared_prompt_hidden(decoder, cache_arg, prompts, row_of, mask, lengths, dev.response_ids)
+    prefix = common_prefix_length(batch.input_ids, batch.prompt_lengths)
+    if share_prompts and share_prefix and cache_arg is not None and prefix >= MIN_SHARED_PREFIX:
+        return shared_prefix_hidden(decoder, cache_arg, prefix, dev.input_ids, mask, lengths, resp_len)
+    hidden = decoder(input_ids=dev.input_ids, attention_mask=mask).last_hidden_state
+    return hidden_before_responses(hidden, lengths, resp_len)
 
 
 def forward_policy(
@@ -151,15 +158,19 @@ def forward_policy(
     entropy_grad: bool = True,
     value_head: ValueHead | None = None,
     share_prompts: bool = True,
+    share_prefix: bool = True,
 ) -> PolicyOutput:
     """Logprobs (and entropies, values) of the response tokens; the LM head sees response positions only.
 
     `entropy_grad=False` computes the entropy for metrics only, without an autograd graph.
-    `share_prompts=False` runs one decoder pass whatever the batch (see `response_hidden`).
+    `share_prompts=False` runs one decoder pass whatever the batch, `share_prefix=False` unless rows
+    share a whole prompt (see `response_hidden`).
     The batch may be on the CPU: the outputs are on the model's device.
     """
     host, batch = batch, batch.to(model_device(model))
-    hidden = response_hidden(model, host, share_prompts=share_prompts, on_device=batch)
+    hidden = response_hidden(
+        model, host, share_prompts=share_prompts, share_prefix=share_prefix, on_device=batch
+    )
     logits = model.get_output_embeddings()(hidden).float()
     if temperature > 0 and temperature != 1.0:
         logits = logits / temperature  # the sampling distribution is the tempered one

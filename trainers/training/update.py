@@ -68,12 +68,13 @@ def _micro_loss(
     value_head: ValueHead | None,
     counts: dict[str, float],
     share_prompts: bool = True,
+    share_prefix: bool = True,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     micro = inputs.batch.select(idx)
     width = micro.response_ids.shape[1]
     out = forward_policy(
         model, micro, temperature=settings.temperature, value_head=value_head,
-        entropy_grad=loss_config.entropy_coef != 0, share_prompts=share_prompts,
+        entropy_grad=loss_config.entropy_coef != 0, share_prompts=share_prompts, share_prefix=share_prefix,
     )  # fmt: skip
     device = out.logprobs.device  # the micro-batch was collated on the CPU; the model may be elsewhere
     mask = micro.response_mask.to(device)
@@ -153,13 +154,15 @@ class Shard:
     many); a rank whose micro-batch is empty runs a zero loss. `micro_batch_size` bounds a
     micro-batch's trajectories (memory); None = `grad_accumulation` micro-batches per minibatch.
     `share_prompts`: encode a group's shared prompt once; ZeRO-3 turns it off, as it makes the number
-    of decoder calls depend on a rank's data.
+    of decoder calls depend on a rank's data. `share_prefix`: encode the system prompt all rows open
+    with once (see `response_hidden`).
     """
 
     rank: int = 0
     world: int = 1
     micro_batch_size: int | None = None
     share_prompts: bool = True
+    share_prefix: bool = True
 
     def micro_batches(self, minibatch: torch.Tensor, grad_accumulation: int) -> list[torch.Tensor]:
         per_rank = -(-len(minibatch) // self.world)
@@ -234,6 +237,7 @@ def ppo_update(
                 loss, stats = _micro_loss(
                     model, inputs, micro, loss_config=loss_config, settings=settings,
                     value_head=value_head, counts=counts, share_prompts=shard.share_prompts,
+                    share_prefix=shard.share_prefix,
                 )  # fmt: skip
                 stepper.backward(loss * shard.world if shard.world > 1 else loss, last=last)
                 for key, value in stats.items():

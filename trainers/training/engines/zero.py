@@ -215,9 +215,12 @@ class DeepSpeedEngine(TrainingEngine):
         settings: UpdateSettings,
         generator: torch.Generator,
     ) -> dict[str, float]:
+        # With the common prefix encoded once, ZeRO-2's update drifted 0.2% from the single process's
+        # while each rank's logprobs matched exactly (tests/trainers/training/test_deepspeed_engine.py)
         shard = Shard(
-            self.rank, self.world, self.config.micro_batch_size, share_prompts=self.config.stage != 3
-        )
+            self.rank, self.world, self.config.micro_batch_size, share_prompts=self.config.stage != 3,
+            share_prefix=False,
+        )  # fmt: skip
         return ppo_update(
             self.model, None, inputs, loss_config=loss_config, settings=settings, value_head=self.value_head,
             generator=generator, stepper=self.stepper, shard=shard, sum_ranks=self._sum_ranks,
