@@ -136,9 +136,10 @@ def test_multi_turn_rl_runs_and_credits_each_step(sft_model, estimator, tmp_path
 
 @pytest.mark.slow
 def test_rl_raises_held_out_success_over_the_sft_policy(tmp_path):
-    """The FrozenLake recipe in miniature (72-77 s on the 2 cores): SFT on 800 expert plays, half of
-    them slipping (a move in three replaced by a random one), 400 steps at 3e-3, then 15 GiGPO steps;
-    observations carry the surroundings line, as in the recipe.
+    """The FrozenLake recipe in miniature on 2 threads (72-77 s on one 2-core machine, 127-134 s on
+    another of the same kind): SFT on 800 expert plays, half of them slipping (a move in three replaced
+    by a random one), 400 steps at 3e-3, then 15 GiGPO steps; observations carry the surroundings line,
+    as in the recipe.
 
     Why the rise holds: the slips are random, so the SFT policy sampled at T=1 spreads some of its
     probability over wrong moves in every state, while its greedy move is mostly the expert's (greedy
