@@ -2,6 +2,8 @@
 the experts (shortest paths, BFS Sokoban solutions, deliberately imperfect ones) and held-out levels."""
 
 import json
+import random
+import re
 
 import pytest
 import torch
@@ -175,6 +177,35 @@ def test_each_game_takes_its_recipe_defaults_and_given_settings_win():
     # every game describes the surroundings unless asked not to (RAGEN's grid alone)
     assert game.tool_config["describe"] and lake_game().tool_config["describe"]
     assert not multiturn_recipe("frozenlake", describe=False)[0].tool_config["describe"]
+
+
+def line_move(line: str, rng: random.Random) -> str:
+    """A Sokoban move read off the surroundings line alone: push when standing where the line says,
+    else step toward that cell through floor (the larger offset first), else any open way."""
+    near, *boxes = line.split("; ")
+    cells = dict(part.split(" ", 1) for part in near.split(", "))
+    open_ways = [a for a, word in cells.items() if word in ("floor", "target")]
+    push = re.search(r"push (\w+) from (.+)$", boxes[0]) if boxes else None
+    if push is None:
+        return rng.choice(open_ways or list(cells))
+    action, where = push.groups()
+    if where == "here":
+        return action
+    steps = {word: int(n) for n, word in re.findall(r"(\d+) (up|down|left|right)", where)}
+    toward = sorted((a for a in open_ways if a in steps), key=lambda a: -steps[a])
+    return (toward or open_ways)[0]
+
+
+def test_a_mover_reading_only_the_sokoban_line_solves_nearly_every_held_out_room():
+    """The line holds what the task needs (as FrozenLake's solves 92% of lakes), not the moves."""
+    game, rng, solved = sokoban_game(), random.Random(0), 0
+    for row in level_rows(game, "held", 100, held_out=True):
+        env = game.toolset(row["initial_state"]).environment
+        for _ in range(game.max_turns):
+            if env.step(line_move(env.observation().splitlines()[-1], rng))[2]:
+                break
+        solved += game.solved(env.observation())
+    assert solved >= 90  # 98 of these 100 (2026-12-03)
 
 
 def test_giving_up_in_sokoban_costs_more_than_any_play_that_moves_and_fails():

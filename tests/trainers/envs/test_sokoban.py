@@ -105,6 +105,35 @@ def test_describe_names_each_neighbour_what_a_push_meets_and_where_the_box_shoul
     )
 
 
+def line(env: Sokoban) -> str:
+    return env.observation().splitlines()[-1]
+
+
+def test_describe_names_the_push_toward_the_target_and_where_to_stand_for_it() -> None:
+    env = Sokoban(describe=True)
+    env.reset({"grid": ["######", "#____#", "#PX_O#", "#____#", "######"]})
+    assert line(env).endswith("box 1 right, to target 2 right, push right from here")
+    env.step("down")
+    assert line(env).endswith("box 1 up 1 right, to target 2 right, push right from 1 up")
+
+
+def test_the_push_named_is_the_nearer_of_two_when_the_box_must_move_along_both_axes() -> None:
+    env = Sokoban(describe=True)
+    # the box must go up and right: pushing right is stood for from its left (3 moves away), pushing up
+    # from below it (1 move away)
+    env.reset({"grid": ["######", "#___O#", "#_X__#", "#__P_#", "######"]})
+    assert line(env).endswith("box 1 up 1 left, to target 1 up 2 right, push up from 1 left")
+
+
+def test_no_push_is_named_when_none_moves_the_box_toward_its_target() -> None:
+    env = Sokoban(describe=True)
+    env.reset({"grid": ["######", "#_O__#", "#PX__#", "######"]})  # pushing up needs the wall below
+    assert line(env).endswith("box 1 right, to target 1 up")
+    env.reset({"grid": ["#######", "#PX_O_#", "###_###", "#######"]})
+    env.step("down")  # a wall: the player stays; pushing right is stood for from where it is
+    assert line(env).endswith("push right from here")
+
+
 def test_describe_lists_no_box_once_every_box_is_on_a_target() -> None:
     env = Sokoban(describe=True)
     env.reset({"grid": ["#####", "#PXO#", "#####"]})
