@@ -125,6 +125,13 @@ def test_the_push_named_is_the_nearer_of_two_when_the_box_must_move_along_both_a
     assert line(env).endswith("box 1 up 1 left, to target 1 up 2 right, push up from 1 left")
 
 
+def test_a_push_into_a_dead_corner_is_not_named_though_it_is_nearer() -> None:
+    env = Sokoban(describe=True)
+    # pushing up from here would jam the box between two walls off its target; pushing left would not
+    env.reset({"grid": ["#####", "#O_##", "#_X_#", "#_P_#", "#####"]})
+    assert line(env).endswith("box 1 up, to target 1 up 1 left, push left from 1 up 1 right")
+
+
 def test_no_push_is_named_when_none_moves_the_box_toward_its_target() -> None:
     env = Sokoban(describe=True)
     env.reset({"grid": ["######", "#_O__#", "#PX__#", "######"]})  # pushing up needs the wall below
