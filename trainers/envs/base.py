@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import random
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from trainers.registry import Registry
@@ -111,6 +112,20 @@ def offset_words(dr: int, dc: int) -> str:
     parts = [f"{abs(dr)} {'down' if dr > 0 else 'up'}"] if dr else []
     parts += [f"{abs(dc)} {'right' if dc > 0 else 'left'}"] if dc else []
     return " ".join(parts) or "here"
+
+
+def grid_distances(
+    start: tuple[int, int], passable: Callable[[tuple[int, int]], bool]
+) -> dict[tuple[int, int], int]:
+    """Breadth-first moves from `start` to every cell reachable through `passable` cells."""
+    distance, frontier = {start: 0}, [start]
+    for cell in frontier:  # the list grows while it is read: a queue without popping
+        for dr, dc in MOVES.values():
+            nxt = (cell[0] + dr, cell[1] + dc)
+            if nxt not in distance and passable(nxt):
+                distance[nxt] = distance[cell] + 1
+                frontier.append(nxt)
+    return distance
 
 
 ENVIRONMENTS: Registry[type[Environment]] = Registry("environment")

@@ -3,28 +3,20 @@
 from __future__ import annotations
 
 import random
-from collections import deque
 from typing import Any
 
-from trainers.envs.base import ENVIRONMENTS, MOVES, Environment, offset_words
+from trainers.envs.base import ENVIRONMENTS, MOVES, Environment, grid_distances, offset_words
 
 Cell = tuple[int, int]
 
 
 def has_path(holes: set[Cell], shape: tuple[int, int], start: Cell, goal: Cell) -> bool:
-    """Breadth-first search over frozen cells: is the goal reachable from the start?"""
-    seen, frontier = {start}, deque([start])
-    while frontier:
-        r, c = frontier.popleft()
-        if (r, c) == goal:
-            return True
-        for dr, dc in MOVES.values():
-            nxt = (r + dr, c + dc)
-            inside = 0 <= nxt[0] < shape[0] and 0 <= nxt[1] < shape[1]
-            if inside and nxt not in holes and nxt not in seen:
-                seen.add(nxt)
-                frontier.append(nxt)
-    return False
+    """Is the goal reachable from the start over frozen cells?"""
+
+    def frozen(cell: Cell) -> bool:
+        return 0 <= cell[0] < shape[0] and 0 <= cell[1] < shape[1] and cell not in holes
+
+    return goal in grid_distances(start, frozen)
 
 
 @ENVIRONMENTS.register("frozenlake")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from trainers.envs.base import ENVIRONMENTS, MOVES, Environment, offset_words
+from trainers.envs.base import ENVIRONMENTS, MOVES, Environment, grid_distances, offset_words
 
 Cell = tuple[int, int]
 STEP_PENALTY, BOX_ON, BOX_OFF, SOLVED = -0.1, 1.0, -1.0, 10.0  # gym-sokoban's reward scheme
@@ -132,22 +132,24 @@ class Sokoban(Environment):
                 word += f" then {self._cell_word((r + 2 * dr, c + 2 * dc))}"
             near.append(f"{action} {word}")
         free = sorted(self.targets - self.boxes)
+        # moves from the player to every cell it can walk to without pushing a box
+        walk = grid_distances(self.player, lambda cell: cell in self.floor and cell not in self.boxes)
         boxes = []
         for box in sorted(self.boxes - self.targets):
             target = min(free, key=lambda t: abs(t[0] - box[0]) + abs(t[1] - box[1]))
             words = (f"box {offset_words(box[0] - r, box[1] - c)}, to target "
                      f"{offset_words(target[0] - box[0], target[1] - box[1])}")  # fmt: skip
-            if push := self._push_toward(box, target):
+            if push := self._push_toward(box, target, walk):
                 action, stand = push
                 words += f", push {action} from {offset_words(stand[0] - r, stand[1] - c)}"
             boxes.append(words)
         return "; ".join([", ".join(near), *boxes])
 
-    def _push_toward(self, box: Cell, target: Cell) -> tuple[str, Cell] | None:
+    def _push_toward(self, box: Cell, target: Cell, walk: dict[Cell, int]) -> tuple[str, Cell] | None:
         """A push that moves `box` one cell nearer `target`, and the cell the player pushes it from: of
         the (at most two) such pushes whose far cell is free and no dead corner, and whose standing cell
-        the player can walk to, the nearest by walking. None when there is none. The 2x64 policy did not
-        learn the walk round the box from the offsets alone (README, Sokoban)."""
+        the player can walk to (`walk`: moves to each such cell), the nearest. None when there is none.
+        The 2x64 policy did not learn the walk round the box from the offsets alone (README, Sokoban)."""
         pushes = []
         for action, (dr, dc) in MOVES.items():
             if (target[0] - box[0]) * dr + (target[1] - box[1]) * dc <= 0:
@@ -155,8 +157,7 @@ class Sokoban(Environment):
             stand, beyond = (box[0] - dr, box[1] - dc), (box[0] + dr, box[1] + dc)
             if beyond in self.floor and beyond not in self.boxes and not self._dead_corner(beyond):
                 pushes.append((action, stand))
-        distance = self._walking_distances()
-        reachable = [(distance[stand], action, stand) for action, stand in pushes if stand in distance]
+        reachable = [(walk[stand], action, stand) for action, stand in pushes if stand in walk]
         return min(reachable)[1:] if reachable else None
 
     def _dead_corner(self, cell: Cell) -> bool:
@@ -165,17 +166,6 @@ class Sokoban(Environment):
         walled = {(dr, dc) for dr, dc in MOVES.values() if (r + dr, c + dc) not in self.floor}
         vertical, horizontal = walled & {(-1, 0), (1, 0)}, walled & {(0, -1), (0, 1)}
         return cell not in self.targets and bool(vertical) and bool(horizontal)
-
-    def _walking_distances(self) -> dict[Cell, int]:
-        """Moves from the player to every floor cell it can reach without pushing a box."""
-        distance, frontier = {self.player: 0}, [self.player]
-        for cell in frontier:  # breadth first: the list grows while it is read
-            for dr, dc in MOVES.values():
-                nxt = (cell[0] + dr, cell[1] + dc)
-                if nxt in self.floor and nxt not in self.boxes and nxt not in distance:
-                    distance[nxt] = distance[cell] + 1
-                    frontier.append(nxt)
-        return distance
 
     def _cell_word(self, cell: Cell) -> str:
         if cell not in self.floor:
