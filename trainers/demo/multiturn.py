@@ -1,15 +1,17 @@
 """The multi-turn demo recipe (RAGEN/StarPO, GiGPO): a tiny policy plays a grid game through its tool.
 
 SFT on expert plays, of which a chosen fraction is deliberately imperfect (a move is replaced by a random
-one, then the expert replans), so the SFT policy sampled at temperature 1 errs sometimes and RL has
-something to remove. RL is an ordinary `RunConfig` run on the environment reward (GRPO or GiGPO). The
-policy is measured on held-out levels (seeds disjoint from the training levels) greedily and at T=1,
-after SFT and after RL.
+one, then the expert replans; or by a wasted one that changes nothing, such as a step into a wall), so
+the SFT policy sampled at temperature 1 errs sometimes and RL has something to remove; optionally after
+perfect plays alone (`sft_perfect_steps`), so that reading the level forms before the mistakes come in.
+RL is an ordinary `RunConfig` run on the environment reward (GRPO or GiGPO). The policy is measured on
+held-out levels (maps never trained on) greedily and at T=1, after SFT and after RL.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import itertools
 import json
@@ -63,12 +65,16 @@ class MultiTurnSettings:
     # success 0.43 on seed 2, RL +5 points); 2000 plays cover 667 maps, not 249
     n_experts: int = 2000
     imperfect: float = 0.5  # share of expert plays with random moves in them
-    slip: float = 0.3  # in an imperfect play, the chance that each move is replaced by a random one
+    slip: float = 0.3  # in an imperfect play, the chance that each move is replaced by a mistake
+    mistake: str = "random"  # what replaces it: one of MISTAKES (see `mistaken_move`)
     hidden_size: int = 64
     num_layers: int = 2
     # At 3e-3 one SFT run in three read lakes poorly whatever the steps (greedy held-out success 0.50 on
     # seed 2 after 600 steps, 0.46 on seed 1 after 1000); 1e-3 for 1000 steps: 0.88-0.96 on seeds 0-2
     sft_steps: int = 1000
+    # SFT curriculum: the first this many of `sft_steps` train on as many perfect plays (the reading of the
+    # level forms undisturbed), the rest on the plays with mistakes; 0: all steps on the latter
+    sft_perfect_steps: int = 0
     sft_lr: float = 1e-3
     rl_steps: int = 20
     rl_lr: float = 3e-4  # 1e-4 left FrozenLake flat in 10 steps
@@ -126,10 +132,38 @@ def is_held_out(game: Game, initial_state: dict[str, Any]) -> bool:
     return int.from_bytes(digest[:8], "big") % HELD_OUT_SHARE == 0
 
 
-def expert_record(game: Game, row: dict[str, Any], rng: random.Random, slip: float) -> dict[str, Any] | None:
+MISTAKES = ("random", "wasted")
+
+
+def mistaken_move(env: Environment, planned: str, mistake: str, rng: random.Random) -> str:
+    """An imperfect expert's move instead of `planned`: "random" is any other move (the expert then
+    replans from wherever it led); "wasted" is a move that leaves the state as it is (into a wall, or
+    against a box that cannot move), so the play stays on the expert's path and only loses a turn. With
+    no wasted move from here, the planned one."""
+    if mistake == "random":
+        return rng.choice([a for a in env.actions if a != planned])
+    if mistake == "wasted":
+        return rng.choice(wasted_moves(env) or [planned])
+    raise ValueError(f"unknown mistake {mistake!r}; use one of {', '.join(MISTAKES)}")
+
+
+def wasted_moves(env: Environment) -> list[str]:
+    """The moves after which the state is the one before (tried on copies of `env`)."""
+    here, wasted = env.state_hash(), []
+    for action in env.actions:
+        trial = copy.deepcopy(env)
+        trial.step(action)
+        if trial.state_hash() == here:
+            wasted.append(action)
+    return wasted
+
+
+def expert_record(
+    game: Game, row: dict[str, Any], rng: random.Random, slip: float, mistake: str = "random"
+) -> dict[str, Any] | None:
     """One expert play of the row's level with the real tool's responses; each move is replaced by a
-    random one with probability `slip` (then the expert replans from where it is). None if unsolvable
-    or longer than the game's turns."""
+    mistake with probability `slip` (see `mistaken_move`). None if unsolvable or longer than the game's
+    turns."""
     toolset = game.toolset(row["initial_state"])
     env, tool = toolset.environment, toolset.tools[game.tool]
     observation = env.observation()
@@ -138,9 +172,7 @@ def expert_record(game: Game, row: dict[str, Any], rng: random.Random, slip: flo
         return None
     messages: list[dict[str, Any]] = [{"role": "user", "content": game.question}]
     while plan and not env.done and len(messages) < 1 + 2 * game.max_turns:
-        action = plan[0]
-        if rng.random() < slip:
-            action = rng.choice([a for a in env.actions if a != plan[0]])
+        action = mistaken_move(env, plan[0], mistake, rng) if rng.random() < slip else plan[0]
         call = {"name": game.tool, "arguments": {"action": action}}
         messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
         result = asyncio.run(tool.invoke({"action": action}))
@@ -150,13 +182,13 @@ def expert_record(game: Game, row: dict[str, Any], rng: random.Random, slip: flo
 
 
 def make_experts(game: Game, rows: list[dict[str, Any]], n: int, *, imperfect: float, slip: float,
-                 seed: int = 0) -> list[dict[str, Any]]:  # fmt: skip
-    """`n` expert plays of training levels; a share `imperfect` of them slip (see `expert_record`)."""
+                 mistake: str = "random", seed: int = 0) -> list[dict[str, Any]]:  # fmt: skip
+    """`n` expert plays of training levels; a share `imperfect` of them err (see `expert_record`)."""
     rng, records = random.Random(seed), []
     for row in rows:
         if len(records) == n:
             break
-        record = expert_record(game, row, rng, slip if rng.random() < imperfect else 0.0)
+        record = expert_record(game, row, rng, slip if rng.random() < imperfect else 0.0, mistake)
         if record is not None:
             records.append(record)
     return records
@@ -279,21 +311,26 @@ def multiturn_sft(game: Game, s: MultiTurnSettings, out: Path) -> MultiTurnSFT:
     # Levels are the same for every seed; the seed changes the experts' slips, the model, SFT and RL.
     train = level_rows(game, game.tool, s.n_train_levels)
     held_out = level_rows(game, "held", s.n_eval, held_out=True)
-    records = make_experts(game, train, s.n_experts, imperfect=s.imperfect, slip=s.slip, seed=s.seed)
+    records = make_experts(game, train, s.n_experts, imperfect=s.imperfect, slip=s.slip, mistake=s.mistake,
+                           seed=s.seed)  # fmt: skip
+    perfect = make_experts(game, train, s.n_experts, imperfect=0.0, slip=0.0) if s.sft_perfect_steps else []
     template, tools = TEMPLATES.get("qwen_tool")(), game.toolset().specs()
-    base = build_demo_model(out / "base", records, template=template, tools=tools, seed=s.seed,
+    base = build_demo_model(out / "base", perfect + records, template=template, tools=tools, seed=s.seed,
                             hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=2,
                             num_kv_heads=1, isolated=game.symbols)  # fmt: skip
     model, tokenizer = load_policy(base)
-    examples = render_experts(records, template=template, tokenizer=tokenizer, tools=tools)
-    sft = sft_train(model, examples, pad_token_id=tokenizer.pad_token_id, steps=s.sft_steps, batch_size=16,
-                    lr=s.sft_lr, seed=s.seed)  # fmt: skip
+    seconds = 0.0
+    for plays, steps in ((perfect, s.sft_perfect_steps), (records, s.sft_steps - s.sft_perfect_steps)):
+        if plays and steps > 0:
+            examples = render_experts(plays, template=template, tokenizer=tokenizer, tools=tools)
+            seconds += sft_train(model, examples, pad_token_id=tokenizer.pad_token_id, steps=steps,
+                                 batch_size=16, lr=s.sft_lr, seed=s.seed).seconds  # fmt: skip
     model.save_pretrained(out / "sft")
     tokenizer.save_pretrained(out / "sft")
     before = held_out_eval(game, model, tokenizer, held_out, s)
     train_path = out / "train.jsonl"
     train_path.write_text("".join(json.dumps(r) + "\n" for r in train), encoding="utf-8")
-    return MultiTurnSFT(model, tokenizer, base, held_out, train_path, before, sft.seconds, out / "sft")
+    return MultiTurnSFT(model, tokenizer, base, held_out, train_path, before, seconds, out / "sft")
 
 
 def multiturn_rl(

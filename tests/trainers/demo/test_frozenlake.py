@@ -18,8 +18,11 @@ from trainers.demo.multiturn import (
     anchor_groups_per_step,
     level_rows,
     make_experts,
+    mistaken_move,
+    multiturn_sft,
     rl_config,
     run_multiturn_demo,
+    wasted_moves,
 )
 from trainers.demo.sokoban import sokoban_game, solve
 from trainers.envs.frozenlake import FrozenLake
@@ -70,6 +73,52 @@ def test_perfect_experts_solve_and_imperfect_ones_slip(game):
     planned = sum(len(m["messages"]) // 2 for m in perfect)
     # random moves make plays longer (a replanned detour) or end them (a hole, or more turns than allowed)
     assert len(moves) > planned or sum(r["solved"] for r in noisy) < 60
+
+
+def played_grids(record):
+    """The room's grids a recorded Sokoban play went through, its start included (border rows are #)."""
+    texts = [record["observation"], *(m["content"] for m in record["messages"] if m["role"] == "tool")]
+    return ["\n".join(line for line in text.splitlines() if line.startswith("#")) for text in texts]
+
+
+def test_wasted_moves_leave_the_state_as_it_was_and_every_other_move_changes_it():
+    game = sokoban_game()
+    for row in level_rows(game, "t", 40):
+        env = game.toolset(row["initial_state"]).environment
+        wasted = wasted_moves(env)
+        before = env.observation()
+        assert wasted == [a for a in env.actions if not moves_anything(game, row, a)]
+        assert env.observation() == before  # tried on copies, the play itself untouched
+
+
+def moves_anything(game, row, action):
+    env = game.toolset(row["initial_state"]).environment
+    before = env.grid()
+    env.step(action)
+    return env.grid() != before
+
+
+def test_wasted_mistakes_keep_the_experts_path_and_only_cost_turns():
+    """An imperfect play that wastes moves goes through the perfect play's states, in order, repeating
+    some; its extra calls are moves that changed nothing."""
+    game = sokoban_game()
+    rows = level_rows(game, "t", 120)
+    perfect = make_experts(game, rows, 80, imperfect=0.0, slip=0.0)
+    wasteful = make_experts(game, rows, 80, imperfect=1.0, slip=0.5, mistake="wasted")
+    extra = 0
+    for clean, noisy in zip(perfect, wasteful, strict=True):
+        path, visited = played_grids(clean), played_grids(noisy)
+        distinct = [s for i, s in enumerate(visited) if i == 0 or s != visited[i - 1]]
+        assert distinct == path[: len(distinct)]
+        extra += len(visited) - len(distinct)
+    assert extra > 40  # half the moves of plays that can waste one (most rooms have a wall beside)
+    assert sum(r["solved"] for r in wasteful) < 80  # some ran out of turns
+
+
+def test_an_unknown_mistake_is_refused_by_name():
+    env = sokoban_game().toolset({"size": 5, "num_boxes": 1, "reverse_steps": 20, "seed": 0}).environment
+    with pytest.raises(ValueError, match="unknown mistake 'teleport'"):
+        mistaken_move(env, "up", "teleport", random.Random(0))
 
 
 @pytest.mark.parametrize("game", [lake_game(), lake_game(6), sokoban_game()], ids=["4x4", "6x6", "sokoban"])
@@ -164,6 +213,31 @@ def test_rl_raises_held_out_success_over_the_sft_policy(tmp_path):
     assert before["greedy/accuracy"] > before["sampled/accuracy"]  # there is something to sharpen
     assert after["sampled/accuracy"] - before["sampled/accuracy"] > 0.05
     assert after["greedy/accuracy"] >= before["greedy/accuracy"] - 0.1  # greedy does not fall
+
+
+def test_the_sft_curriculum_trains_on_perfect_plays_first_then_on_the_plays_with_mistakes(
+    monkeypatch, tmp_path
+):
+    """`sft_perfect_steps` of the SFT steps see perfect plays only; the rest see the imperfect ones."""
+    import trainers.training.sft as sft_module
+
+    phases, render, train = [], sft_module.render_experts, sft_module.sft_train
+
+    def rendering(records, **kw):
+        phases.append({"wasted": sum(len(played_grids(r)) - len(set(played_grids(r))) for r in records)})
+        return render(records, **kw)
+
+    def training(model, examples, *, steps, **kw):
+        phases[-1]["steps"] = steps
+        return train(model, examples, steps=steps, **kw)
+
+    monkeypatch.setattr(sft_module, "render_experts", rendering)
+    monkeypatch.setattr(sft_module, "sft_train", training)
+    game, settings = multiturn_recipe("sokoban", n_experts=24, sft_steps=5, sft_perfect_steps=3, n_eval=2,
+                                      eval_samples=1, threads=1)  # fmt: skip
+    multiturn_sft(game, settings, tmp_path)
+    assert [p["steps"] for p in phases] == [3, 2]
+    assert phases[0]["wasted"] == 0 and phases[1]["wasted"] > 0
 
 
 def test_each_game_takes_its_recipe_defaults_and_given_settings_win():
