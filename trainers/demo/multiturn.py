@@ -64,7 +64,7 @@ class MultiTurnSettings:
     # With 400 plays on unseen maps the 2x64 policy read 4x4 lakes on some seeds only (greedy held-out
     # success 0.43 on seed 2, RL +5 points); 2000 plays cover 667 maps, not 249
     n_experts: int = 2000
-    imperfect: float = 0.5  # share of expert plays with random moves in them
+    imperfect: float = 0.5  # share of expert plays with mistakes in them
     slip: float = 0.3  # in an imperfect play, the chance that each move is replaced by a mistake
     mistake: str = "random"  # what replaces it: one of MISTAKES (see `mistaken_move`)
     hidden_size: int = 64
