@@ -33,7 +33,7 @@ EXPERTS = {"imperfect": 1.0, "slip": 0.35, "mistake": "wasted", "sft_perfect_ste
 # surroundings line the 2x64 policy does (greedy held-out 0.66, 4x128: 0.73 at twice the time); 600 SFT
 # steps at 3e-3 did as well as 1000 at 1e-3 here (greedy 0.64), in about half the time
 # RL: 90 steps. At 40 the rise was +11.5 to +19.5 (met on 1-2 seeds of 3); at 60 +12 to +26.5 on seeds
-# 0-4, short of 15 once (seed 0's GiGPO, still rising); at 90 +19 to +29.5 on seeds 0-2 (README)
+# 0-4, short of 15 once (seed 0's GiGPO, still rising); at 90 +19 to +29.5 on seeds 0-4 (README)
 SETTINGS = {"sft_steps": 600, "sft_lr": 3e-3, "rl_steps": 90, **EXPERTS}
 
 State = tuple[tuple[int, int], frozenset]
