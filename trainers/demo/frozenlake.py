@@ -6,10 +6,8 @@ has step groups. The recipe itself is `trainers.demo.multiturn`.
 from __future__ import annotations
 
 from collections import deque
-from pathlib import Path
-from typing import Any
 
-from trainers.demo.multiturn import Game, MultiTurnReport, MultiTurnSettings, run_multiturn_demo
+from trainers.demo.multiturn import Game
 from trainers.envs.base import MOVES, Environment
 from trainers.envs.frozenlake import FrozenLake
 
@@ -60,9 +58,3 @@ def lake_game(size: int = 4, *, describe: bool = True) -> Game:
 def on_goal(state: str) -> bool:
     """The player W stands on the goal in the grid (the surroundings line is lower case)."""
     return "W" in state
-
-
-def run_lake_demo(out: str | Path, settings: MultiTurnSettings | None = None, **kw: Any) -> MultiTurnReport:
-    """The FrozenLake recipe (`python -m trainers demo --env frozenlake`)."""
-    settings = settings or MultiTurnSettings(env="frozenlake", **kw)
-    return run_multiturn_demo(lake_game(), settings, out)

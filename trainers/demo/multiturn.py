@@ -86,6 +86,11 @@ class MultiTurnSettings:
     eval_samples: int = 2  # samples per held-out level at T=1
     threads: int | None = None
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.sft_perfect_steps <= self.sft_steps:
+            steps = f"sft_perfect_steps ({self.sft_perfect_steps}), sft_steps ({self.sft_steps})"
+            raise ValueError(f"{steps}: the perfect-play steps must be between 0 and all the SFT steps")
+
 
 @dataclass
 class MultiTurnReport:

@@ -6,10 +6,8 @@ itself is `trainers.demo.multiturn`.
 from __future__ import annotations
 
 from collections import deque
-from pathlib import Path
-from typing import Any
 
-from trainers.demo.multiturn import Game, MultiTurnReport, MultiTurnSettings, run_multiturn_demo
+from trainers.demo.multiturn import Game
 from trainers.envs.base import MOVES, Environment
 from trainers.envs.sokoban import STEP_PENALTY, Sokoban
 
@@ -91,11 +89,3 @@ def sokoban_game(size: int = 5, num_boxes: int = 1, *, describe: bool = True) ->
 def solved(state: str) -> bool:
     """No box X left off a target in the grid (the surroundings line is lower case)."""
     return "X" not in state
-
-
-def run_sokoban_demo(
-    out: str | Path, settings: MultiTurnSettings | None = None, **kw: Any
-) -> MultiTurnReport:
-    """The Sokoban recipe (`python -m trainers demo --env sokoban`)."""
-    settings = settings or MultiTurnSettings(env="sokoban", **{**SETTINGS, **kw})
-    return run_multiturn_demo(sokoban_game(), settings, out)

@@ -4,6 +4,9 @@ the experts (shortest paths, BFS Sokoban solutions, deliberately imperfect ones)
 import json
 import random
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -32,6 +35,8 @@ from trainers.training.build import build_trainer
 from trainers.training.model_io import load_policy
 from trainers.training.sft import render_experts, sft_train
 from trainers.training.sinks import read_jsonl
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_shortest_path_reaches_the_goal():
@@ -251,6 +256,31 @@ def test_each_game_takes_its_recipe_defaults_and_given_settings_win():
     # every game describes the surroundings unless asked not to (RAGEN's grid alone)
     assert game.tool_config["describe"] and lake_game().tool_config["describe"]
     assert not multiturn_recipe("frozenlake", describe=False)[0].tool_config["describe"]
+
+
+def test_fewer_sft_steps_keep_the_recipes_share_of_perfect_play_steps():
+    """Sokoban's 480 of 600 SFT steps on perfect plays: `--sft-steps 100` gives 80, not 480 of 100."""
+    assert multiturn_recipe("sokoban", sft_steps=100)[1].sft_perfect_steps == 80
+    assert multiturn_recipe("sokoban", sft_steps=100, sft_perfect_steps=10)[1].sft_perfect_steps == 10
+    assert multiturn_recipe("frozenlake", sft_steps=100)[1].sft_perfect_steps == 0
+    with pytest.raises(ValueError, match=r"sft_perfect_steps \(7\), sft_steps \(5\)"):
+        multiturn_recipe("sokoban", sft_steps=5, sft_perfect_steps=7)
+
+
+@pytest.mark.slow
+def test_the_sokoban_demo_command_runs_sft_then_rl_and_reports_both(tmp_path):
+    """What a newcomer types, shortened: a real process, SFT (the curriculum's share kept), held-out
+    evaluation, RL and the report (about 25 s on one thread)."""
+    command = [sys.executable, "-m", "trainers", "demo", "--env", "sokoban", "--estimator", "grpo",
+               "--sft-steps", "10", "--rl-steps", "2", "--n-eval", "4", "--eval-samples", "1",
+               "--threads", "1", "--out", str(tmp_path)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "held-out success (T=1)" in done.stdout and "wall time: SFT" in done.stdout
+    report = json.loads((tmp_path / "grpo" / "report.json").read_text())
+    assert (report["settings"]["sft_steps"], report["settings"]["sft_perfect_steps"]) == (10, 8)
+    assert {"sampled/accuracy", "greedy/accuracy"} <= report["before"].keys() & report["after"].keys()
+    assert len(read_jsonl(tmp_path / "grpo" / "metrics.jsonl")) == 2
 
 
 def line_move(line: str, rng: random.Random) -> str:
