@@ -87,9 +87,34 @@ class MultiTurnSettings:
     threads: int | None = None
 
     def __post_init__(self) -> None:
+        """Refuse impossible settings before any work (SFT takes minutes), naming each of them."""
+        if problems := self._problems():
+            raise ValueError("invalid multi-turn settings: " + "; ".join(problems))
+
+    def _problems(self) -> list[str]:
+        v, found = vars(self), []
+        for name in ("n_experts", "hidden_size", "num_layers", "rl_steps", "prompts_per_step", "n_eval",
+                     "eval_samples", "n_train_levels"):  # fmt: skip
+            if v[name] < 1:
+                found.append(f"{name} must be at least 1, not {v[name]}")
+        if self.samples_per_prompt < 2:
+            found.append(f"samples_per_prompt must be at least 2 (a level's plays are compared), not "
+                         f"{self.samples_per_prompt}")  # fmt: skip
         if not 0 <= self.sft_perfect_steps <= self.sft_steps:
-            steps = f"sft_perfect_steps ({self.sft_perfect_steps}), sft_steps ({self.sft_steps})"
-            raise ValueError(f"{steps}: the perfect-play steps must be between 0 and all the SFT steps")
+            found.append(f"sft_perfect_steps ({self.sft_perfect_steps}) must be between 0 and sft_steps "
+                         f"({self.sft_steps})")  # fmt: skip
+        found += [f"{name} must be between 0 and 1, not {v[name]}" for name in ("imperfect", "slip")
+                  if not 0 <= v[name] <= 1]  # fmt: skip
+        for name in ("sft_lr", "rl_lr"):
+            if not v[name] > 0:  # NaN too
+                found.append(f"{name} must be positive, not {v[name]}")
+        if self.threads is not None and self.threads < 1:
+            found.append(f"threads must be at least 1, not {self.threads}")
+        if self.kl_coef < 0:
+            found.append(f"kl_coef must not be negative, not {self.kl_coef}")
+        if self.mistake not in MISTAKES:
+            found.append(f"unknown mistake {self.mistake!r}; use one of {', '.join(MISTAKES)}")
+        return found
 
 
 @dataclass

@@ -263,8 +263,28 @@ def test_fewer_sft_steps_keep_the_recipes_share_of_perfect_play_steps():
     assert multiturn_recipe("sokoban", sft_steps=100)[1].sft_perfect_steps == 80
     assert multiturn_recipe("sokoban", sft_steps=100, sft_perfect_steps=10)[1].sft_perfect_steps == 10
     assert multiturn_recipe("frozenlake", sft_steps=100)[1].sft_perfect_steps == 0
-    with pytest.raises(ValueError, match=r"sft_perfect_steps \(7\), sft_steps \(5\)"):
+    with pytest.raises(ValueError, match=r"sft_perfect_steps \(7\) must be between 0 and sft_steps \(5\)"):
         multiturn_recipe("sokoban", sft_steps=5, sft_perfect_steps=7)
+
+
+@pytest.mark.parametrize(
+    "given, named",
+    [({"rl_steps": 0}, "rl_steps"), ({"samples_per_prompt": 1}, "samples_per_prompt"),
+     ({"n_eval": -3}, "n_eval"), ({"slip": 1.5}, "slip"), ({"rl_lr": float("nan")}, "rl_lr"),
+     ({"mistake": "teleport"}, "teleport"), ({"threads": -1}, "threads"), ({"kl_coef": -0.1}, "kl_coef")],
+)  # fmt: skip
+def test_impossible_settings_are_refused_by_name_before_any_work(given, named):
+    with pytest.raises(ValueError, match=named):
+        multiturn_recipe("sokoban", **given)
+
+
+def test_the_demo_command_refuses_impossible_settings_and_writes_nothing(tmp_path):
+    command = [sys.executable, "-m", "trainers", "demo", "--env", "frozenlake", "--rl-steps", "0",
+               "--out", str(tmp_path / "run")]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    assert done.returncode != 0
+    assert "rl_steps must be at least 1, not 0" in done.stderr
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow
