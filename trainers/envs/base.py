@@ -11,6 +11,9 @@ from typing import Any, ClassVar
 from trainers.registry import Registry
 
 MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
+# The largest side of a level, generated or literal: a dataset row cannot ask a rollout worker for a
+# grid of millions of cells (RAGEN's largest levels are 8x8)
+MAX_SIDE = 16
 
 
 class Environment(ABC):
@@ -24,6 +27,7 @@ class Environment(ABC):
     name: ClassVar[str]
     actions: ClassVar[tuple[str, ...]] = tuple(MOVES)
     legend: ClassVar[str]
+    symbols: ClassVar[str]  # every symbol a literal grid may hold (the legend's)
 
     def __init__(
         self,
@@ -50,13 +54,13 @@ class Environment(ABC):
         params = {**self.level_defaults, **(initial_state or {})}
         level_seed = params.pop("seed", seed)
         grid = params.pop("grid", None)
-        if grid is not None:
-            self._load([list(row) for row in grid])
-        else:
-            try:
+        try:
+            if grid is not None:
+                self._load(self._parse_grid(grid))
+            else:  # a key this environment does not know is a TypeError
                 self._generate(random.Random(level_seed), **params)
-            except TypeError as exc:  # a dataset row with a key this environment does not know
-                raise ValueError(f"bad initial_state for {self.name}: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"bad initial_state for {self.name}: {exc}") from None
         self.steps, self.done, self.last_reward, self.total_reward = 0, False, 0.0, 0.0
         self.rewards = []
         return self.observation()
@@ -86,13 +90,26 @@ class Environment(ABC):
         """A stable hash of the exact state (the rendered grid encodes every position)."""
         return hashlib.sha256(f"{self.name}\n{self.grid()}".encode()).hexdigest()[:16]
 
+    def _parse_grid(self, grid: Any) -> list[list[str]]:
+        """A literal level's rows as lists of symbols: a rectangle, MAX_SIDE a side at most, in `symbols`."""
+        if not isinstance(grid, list) or not all(isinstance(row, str) for row in grid):
+            raise ValueError("grid must be a list of rows, each a string of symbols")
+        if not grid or not 1 <= len(grid[0]) <= MAX_SIDE or len(grid) > MAX_SIDE:
+            raise ValueError(f"grid must have 1 to {MAX_SIDE} rows of 1 to {MAX_SIDE} symbols")
+        if any(len(row) != len(grid[0]) for row in grid):
+            raise ValueError("grid rows must all have the same length")
+        unknown = sorted({sym for row in grid for sym in row} - set(self.symbols))
+        if unknown:
+            raise ValueError(f"unknown symbols {''.join(unknown)!r} in grid; the legend: {self.legend}")
+        return [list(row) for row in grid]
+
     @abstractmethod
     def _generate(self, rng: random.Random, **params: Any) -> None:
-        """Make a solvable level from the seeded generator."""
+        """Make a solvable level from the seeded generator; ValueError for parameters that cannot."""
 
     @abstractmethod
     def _load(self, grid: list[list[str]]) -> None:
-        """Take a literal level in the rendered symbols."""
+        """Take a literal level in the rendered symbols; ValueError when it is not a level."""
 
     @abstractmethod
     def _apply(self, action: str) -> tuple[float, bool]:
@@ -105,6 +122,19 @@ class Environment(ABC):
     @abstractmethod
     def surroundings(self) -> str:
         """The player's neighbourhood and the goal's direction in words (the `describe` line)."""
+
+
+def check_whole(name: str, value: Any, low: int, high: int) -> None:
+    """A level parameter must be a whole number from `low` to `high` (ValueError names it otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be a whole number from {low} to {high}, not {value!r}")
+
+
+def check_one(name: str, cells: list[tuple[int, int]]) -> tuple[int, int]:
+    """The one cell of a literal grid that holds `name` (ValueError when none or several do)."""
+    if len(cells) != 1:
+        raise ValueError(f"grid must hold exactly one {name}, not {len(cells)}")
+    return cells[0]
 
 
 def offset_words(dr: int, dc: int) -> str:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from trainers.envs.base import ENVIRONMENTS, MOVES, Environment, grid_distances, offset_words
+from trainers.envs.base import (
+    ENVIRONMENTS,
+    MAX_SIDE,
+    MOVES,
+    Environment,
+    check_one,
+    check_whole,
+    grid_distances,
+    offset_words,
+)
 
 Cell = tuple[int, int]
 
@@ -26,6 +35,7 @@ class FrozenLake(Environment):
 
     name = "frozenlake"
     legend = "P player, _ frozen ice, O hole, G goal, X player in a hole, W player on the goal"
+    symbols = "P_OGXW"
 
     def __init__(self, *, max_steps: int = 20, slip_prob: float = 0.0, **level_defaults: Any) -> None:
         super().__init__(max_steps=max_steps, **{"size": 4, "p_frozen": 0.8, **level_defaults})
@@ -37,6 +47,9 @@ class FrozenLake(Environment):
     ) -> None:
         """A random map; `corners` puts the start top-left and the goal bottom-right, as Gym's
         generate_random_map (and so RAGEN) does, else both are drawn at random."""
+        check_whole("size", size, 2, MAX_SIDE)
+        if isinstance(p_frozen, bool) or not isinstance(p_frozen, int | float) or not 0 < p_frozen <= 1:
+            raise ValueError(f"p_frozen must be a number above 0 and at most 1, not {p_frozen!r}")
         self.rng = rng
         cells = [(r, c) for r in range(size) for c in range(size)]
         for _ in range(10_000):  # Gym's generate_random_map: resample until BFS finds a path
@@ -45,20 +58,15 @@ class FrozenLake(Environment):
             if has_path(holes, (size, size), start, goal):
                 break
         else:
-            raise RuntimeError(f"no solvable {size}x{size} lake with p_frozen={p_frozen}; raise p_frozen")
+            raise ValueError(f"no solvable {size}x{size} lake with p_frozen={p_frozen}; raise p_frozen")
         self.shape, self.holes, self.goal, self.player = (size, size), holes, goal, start
 
     def _load(self, grid: list[list[str]]) -> None:
-        self.shape = (len(grid), max(len(row) for row in grid))
-        self.holes = set()
-        for r, row in enumerate(grid):
-            for c, sym in enumerate(row):
-                if sym in "OX":
-                    self.holes.add((r, c))
-                if sym in "GW":
-                    self.goal = (r, c)
-                if sym in "PXW":
-                    self.player = (r, c)
+        cells = [((r, c), sym) for r, row in enumerate(grid) for c, sym in enumerate(row)]
+        self.player = check_one("player (P, X or W)", [cell for cell, sym in cells if sym in "PXW"])
+        self.goal = check_one("goal (G or W)", [cell for cell, sym in cells if sym in "GW"])
+        self.shape = (len(grid), len(grid[0]))
+        self.holes = {cell for cell, sym in cells if sym in "OX"}
 
     def _apply(self, action: str) -> tuple[float, bool]:
         if self.slip_prob and self.rng.random() < self.slip_prob:

@@ -6,10 +6,20 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from trainers.envs.base import ENVIRONMENTS, MOVES, Environment, grid_distances, offset_words
+from trainers.envs.base import (
+    ENVIRONMENTS,
+    MAX_SIDE,
+    MOVES,
+    Environment,
+    check_one,
+    check_whole,
+    grid_distances,
+    offset_words,
+)
 
 Cell = tuple[int, int]
 STEP_PENALTY, BOX_ON, BOX_OFF, SOLVED = -0.1, 1.0, -1.0, 10.0  # gym-sokoban's reward scheme
+MAX_REVERSE_STEPS = 1000  # gym-sokoban's levels play 300 steps backwards; more only costs generation time
 
 
 @ENVIRONMENTS.register("sokoban")
@@ -18,6 +28,7 @@ class Sokoban(Environment):
 
     name = "sokoban"
     legend = "# wall, _ floor, O target, X box, √ box on target, P player, S player on target"
+    symbols = "#_OX√PS"
 
     def __init__(self, *, max_steps: int = 40, **level_defaults: Any) -> None:
         super().__init__(
@@ -28,6 +39,9 @@ class Sokoban(Environment):
     def _generate(
         self, rng: random.Random, *, size: int = 6, num_boxes: int = 1, reverse_steps: int = 60
     ) -> None:
+        check_whole("size", size, 4, MAX_SIDE)  # walls all round, so 4 leaves a 2x2 room
+        check_whole("num_boxes", num_boxes, 1, (size - 2) ** 2 - 2)  # room for a player and a free cell
+        check_whole("reverse_steps", reverse_steps, 1, MAX_REVERSE_STEPS)
         for _ in range(1000):
             floor = self._carve_room(rng, size)
             if len(floor) < num_boxes + 2:
@@ -40,7 +54,7 @@ class Sokoban(Environment):
             if self._spread(best) > 0:
                 self.boxes, self.player = best
                 return
-        raise RuntimeError("could not generate a Sokoban level; try a larger size or fewer boxes")
+        raise ValueError("could not generate a Sokoban level; try a larger size or fewer boxes")
 
     @staticmethod
     def _carve_room(rng: random.Random, size: int) -> set[Cell]:
@@ -75,18 +89,15 @@ class Sokoban(Environment):
         return sum(min(abs(b[0] - t[0]) + abs(b[1] - t[1]) for t in self.targets) for b in boxes)
 
     def _load(self, grid: list[list[str]]) -> None:
-        self.shape = (len(grid), max(len(row) for row in grid))
-        self.floor, self.targets, self.boxes = set(), set(), set()
-        for r, row in enumerate(grid):
-            for c, sym in enumerate(row):
-                if sym != "#":
-                    self.floor.add((r, c))
-                if sym in "O√S":
-                    self.targets.add((r, c))
-                if sym in "X√":
-                    self.boxes.add((r, c))
-                if sym in "PS":
-                    self.player = (r, c)
+        cells = [((r, c), sym) for r, row in enumerate(grid) for c, sym in enumerate(row)]
+        self.player = check_one("player (P or S)", [cell for cell, sym in cells if sym in "PS"])
+        self.targets = {cell for cell, sym in cells if sym in "O√S"}
+        self.boxes = {cell for cell, sym in cells if sym in "X√"}
+        if not 1 <= len(self.boxes) <= len(self.targets):
+            raise ValueError(f"grid must hold at least one box and a target for each, not "
+                             f"{len(self.boxes)} boxes and {len(self.targets)} targets")  # fmt: skip
+        self.shape = (len(grid), len(grid[0]))
+        self.floor = {cell for cell, sym in cells if sym != "#"}
 
     # --- play -------------------------------------------------------------------------------------
     def _apply(self, action: str) -> tuple[float, bool]:
