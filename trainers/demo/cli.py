@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from trainers.demo.settings import DemoSettings
+from trainers.demo.settings import DemoSettings, SettingsError
 
 ENVS = ["calculator", "frozenlake", "sokoban"]
 
@@ -20,15 +20,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default="runs/demo", help="output directory")
     parser.add_argument("--env", "--task", dest="env", choices=ENVS, default="calculator",
                         help="frozenlake or sokoban: the multi-turn recipe")  # fmt: skip
-    parser.add_argument("--estimator", choices=["grpo", "gigpo"], default="gigpo", help="multi-turn only")
-    parser.add_argument("--size", type=int, default=4, help="FrozenLake's side (4 or 6)")
+    parser.add_argument("--estimator", choices=["grpo", "gigpo"], help="multi-turn only (default gigpo)")
+    parser.add_argument("--size", type=int, help="FrozenLake's side, 3 to 6 (default 4; recipes for 4 and 6)")
     defaults = DemoSettings()
     for f in dataclasses.fields(DemoSettings):
         if f.name in ("seed",):
             continue
         kind = int if f.type in ("int", "int | None") else float
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=None,
-                            help=f"default {getattr(defaults, f.name)} (calculator)")  # fmt: skip
+                            help=f"calculator default {getattr(defaults, f.name)}")  # fmt: skip
     parser.set_defaults(func=run)
 
 
@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
         return run_multiturn(args)
     from trainers.demo.recipe import run_demo
 
+    refuse_flags(args, ["estimator", "size"], "only to frozenlake and sokoban, not to the calculator demo")
     names = {f.name for f in dataclasses.fields(DemoSettings)}
     settings = DemoSettings(**{k: v for k, v in vars(args).items() if k in names and v is not None})
     report = run_demo(settings, args.out)
@@ -50,8 +51,19 @@ def run_multiturn(args: argparse.Namespace) -> int:
     from trainers.demo.multiturn import MultiTurnSettings, run_multiturn_demo
 
     names = {f.name for f in dataclasses.fields(MultiTurnSettings)}
+    calculator_only = sorted({f.name for f in dataclasses.fields(DemoSettings)} - names)
+    refuse_flags(args, calculator_only, "only to the calculator demo")
+    if args.env != "frozenlake":
+        refuse_flags(args, ["size"], "only to frozenlake (Sokoban rooms are 5x5)")
     given = {k: v for k, v in vars(args).items() if k in names and v is not None and k != "env"}
-    game, settings = multiturn_recipe(args.env, args.size, **given)
+    game, settings = multiturn_recipe(args.env, args.size or 4, **given)
     report = run_multiturn_demo(game, settings, args.out)
     print(report.table())
     return 0
+
+
+def refuse_flags(args: argparse.Namespace, names: list[str], where: str) -> None:
+    """SettingsError naming each of `names` that was given: a flag is never silently ignored."""
+    given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name, None) is not None]
+    if given:
+        raise SettingsError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} {where}")

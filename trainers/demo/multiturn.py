@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import hashlib
-import itertools
 import json
 import random
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers.config.loader import validate_config
+from trainers.demo.settings import below, not_positive, not_shares, optional_problems, refuse
 from trainers.envs.base import Environment
 from trainers.tools.toolset import Toolset
 from trainers.trajectory import Trajectory
@@ -31,6 +31,9 @@ HELD_OUT_SEED = 1_000_000  # held-out levels use seeds from here on; training le
 # One layout in HELD_OUT_SHARE is held out. Small rooms repeat (the first 4096 Sokoban seeds make 1151
 # distinct levels), so disjoint seeds alone put 83 of 100 "held-out" levels in the training set
 HELD_OUT_SHARE = 5
+# With one seed in five on either side by chance, this many in a row on the other side means the maps
+# of this side have run out (a game with few distinct maps), not bad luck
+SEEDS_WITHOUT_A_LEVEL = 10_000
 
 
 @dataclass(frozen=True)
@@ -88,33 +91,18 @@ class MultiTurnSettings:
 
     def __post_init__(self) -> None:
         """Refuse impossible settings before any work (SFT takes minutes), naming each of them."""
-        if problems := self._problems():
-            raise ValueError("invalid multi-turn settings: " + "; ".join(problems))
-
-    def _problems(self) -> list[str]:
-        v, found = vars(self), []
-        for name in ("n_experts", "hidden_size", "num_layers", "rl_steps", "prompts_per_step", "n_eval",
-                     "eval_samples", "n_train_levels"):  # fmt: skip
-            if v[name] < 1:
-                found.append(f"{name} must be at least 1, not {v[name]}")
-        if self.samples_per_prompt < 2:
-            found.append(f"samples_per_prompt must be at least 2 (a level's plays are compared), not "
-                         f"{self.samples_per_prompt}")  # fmt: skip
-        if not 0 <= self.sft_perfect_steps <= self.sft_steps:
+        v = vars(self)
+        found = below(v, ("n_experts", "hidden_size", "num_layers", "rl_steps", "prompts_per_step", "n_eval",
+                          "eval_samples", "n_train_levels"), 1)  # fmt: skip
+        found += below(v, ("samples_per_prompt",), 2)  # a level's plays are compared
+        found += below(v, ("sft_steps",), 0)
+        if self.sft_steps >= 0 and not 0 <= self.sft_perfect_steps <= self.sft_steps:
             found.append(f"sft_perfect_steps ({self.sft_perfect_steps}) must be between 0 and sft_steps "
                          f"({self.sft_steps})")  # fmt: skip
-        found += [f"{name} must be between 0 and 1, not {v[name]}" for name in ("imperfect", "slip")
-                  if not 0 <= v[name] <= 1]  # fmt: skip
-        for name in ("sft_lr", "rl_lr"):
-            if not v[name] > 0:  # NaN too
-                found.append(f"{name} must be positive, not {v[name]}")
-        if self.threads is not None and self.threads < 1:
-            found.append(f"threads must be at least 1, not {self.threads}")
-        if self.kl_coef < 0:
-            found.append(f"kl_coef must not be negative, not {self.kl_coef}")
+        found += not_shares(v, ("imperfect", "slip")) + not_positive(v, ("sft_lr", "rl_lr"))
         if self.mistake not in MISTAKES:
             found.append(f"unknown mistake {self.mistake!r}; use one of {', '.join(MISTAKES)}")
-        return found
+        refuse("multi-turn", found + optional_problems(v))
 
 
 @dataclass
@@ -144,14 +132,17 @@ def level_rows(game: Game, name: str, count: int, *, held_out: bool = False) -> 
     HELD_OUT_SEED on. `initial_state` fixes each level; a held-out map is never a training map."""
     first = HELD_OUT_SEED if held_out else 0
     rows: list[dict[str, Any]] = []
-    seeds = itertools.count(first)
+    seed = last_found = first
     while len(rows) < count:
-        seed = next(seeds)
-        if seed - first > 1000 * HELD_OUT_SHARE * count:
-            raise RuntimeError(f"{game.tool}: too few {'held-out' if held_out else 'training'} maps")
+        if seed - last_found > SEEDS_WITHOUT_A_LEVEL:
+            side = "held-out" if held_out else "training"
+            raise RuntimeError(f"{game.tool}: no {side} map in {SEEDS_WITHOUT_A_LEVEL} seeds in a row "
+                               f"({len(rows)} of {count} levels found); too few distinct maps")  # fmt: skip
         initial_state = {**game.level, "seed": seed}
         if is_held_out(game, initial_state) == held_out:
             rows.append({"id": f"{name}{seed}", "question": game.question, "initial_state": initial_state})
+            last_found = seed
+        seed += 1
     return rows
 
 

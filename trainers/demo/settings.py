@@ -1,8 +1,46 @@
-"""The demo's knobs, importable without torch so the CLI starts fast."""
+"""The demo's knobs, importable without torch so the CLI starts fast, and their checks."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+
+class SettingsError(ValueError):
+    """Demo settings that cannot run, all named at once; raised before any work (SFT takes minutes)."""
+
+
+def refuse(kind: str, problems: list[str]) -> None:
+    """Raise SettingsError listing `problems`, if there are any."""
+    if problems:
+        raise SettingsError(f"invalid {kind} settings: " + "; ".join(problems))
+
+
+def below(values: Mapping[str, Any], names: Iterable[str], low: int) -> list[str]:
+    """A problem for each of `names` whose value is under `low`."""
+    return [f"{name} must be at least {low}, not {values[name]}" for name in names if values[name] < low]
+
+
+def not_positive(values: Mapping[str, Any], names: Iterable[str]) -> list[str]:
+    """A problem for each of `names` that is not a positive number (NaN included)."""
+    return [f"{name} must be positive, not {values[name]}" for name in names if not values[name] > 0]
+
+
+def not_shares(values: Mapping[str, Any], names: Iterable[str]) -> list[str]:
+    """A problem for each of `names` that is not a share from 0 to 1."""
+    return [f"{name} must be between 0 and 1, not {values[name]}" for name in names
+            if not 0 <= values[name] <= 1]  # fmt: skip
+
+
+def optional_problems(values: Mapping[str, Any]) -> list[str]:
+    """`threads` and `kl_coef`, which both recipes share."""
+    found = [] if values["threads"] is None or values["threads"] >= 1 else [
+        f"threads must be at least 1, not {values['threads']}"]  # fmt: skip
+    if not values["kl_coef"] >= 0 or math.isinf(values["kl_coef"]):
+        found.append(f"kl_coef must be a number from 0 up, not {values['kl_coef']}")
+    return found
 
 
 @dataclass
@@ -31,3 +69,14 @@ class DemoSettings:
     eval_every: int = 5  # RL steps between validation evaluations (best checkpoint); 0 = none
     eval_samples: int = 1  # samples per held-out problem at temperature 1
     threads: int | None = None
+
+    def __post_init__(self) -> None:
+        v = vars(self)
+        found = below(v, ("n_train", "n_eval", "n_val", "num_layers", "sft_batch", "rl_steps",
+                          "prompts_per_step", "eval_samples"), 1)  # fmt: skip
+        found += below(v, ("sft_tool_steps", "sft_steps", "eval_every"), 0)
+        found += below(v, ("samples_per_prompt",), 2)  # a problem's samples are compared
+        found += not_shares(v, ("tool_fraction",)) + not_positive(v, ("sft_lr", "rl_lr"))
+        if self.sft_seconds is not None:
+            found += not_positive(v, ("sft_seconds",))
+        refuse("demo", found + optional_problems(v))

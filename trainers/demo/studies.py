@@ -179,8 +179,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="observations without the surroundings line (RAGEN's grid alone)")  # fmt: skip
     parser.add_argument("--out", default="runs/studies")
     args = parser.parse_args(argv)
-    fields = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
-    game, settings = multiturn_recipe(args.env, args.size, describe=not args.grid_only, **fields)
+    try:  # a --set that is not FIELD=JSON, an unknown field (TypeError), an impossible setting
+        fields = parsed_fields(args.set)
+        game, settings = multiturn_recipe(args.env, args.size, describe=not args.grid_only, **fields)
+    except (ValueError, TypeError) as exc:
+        parser.error(str(exc))
     view = "-grid" if args.grid_only else ""
     out = Path(args.out) / f"{args.study}-{args.env}{args.size}{view}"
     if args.study == "estimators":
@@ -194,6 +197,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table)
     (out / "table.md").write_text(table + "\n", encoding="utf-8")
     return 0
+
+
+def parsed_fields(items: list[str]) -> dict[str, Any]:
+    """`--set FIELD=VALUE` items as settings (VALUE is JSON); ValueError names an item that is not."""
+    fields = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        try:
+            if not (name and equals):
+                raise ValueError(item)
+            fields[name] = json.loads(value)
+        except ValueError:
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE, VALUE in JSON (rl_steps=30)") from None
+    return fields
 
 
 if __name__ == "__main__":

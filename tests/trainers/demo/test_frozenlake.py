@@ -6,6 +6,7 @@ import random
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from trainers.demo.multiturn import (
     HELD_OUT_SEED,
     MultiTurnSettings,
     anchor_groups_per_step,
+    is_held_out,
     level_rows,
     make_experts,
     mistaken_move,
@@ -146,7 +148,16 @@ def test_demo_command_takes_env_and_estimator():
     assert (args.env, args.estimator, args.rl_steps, args.rl_lr) == ("sokoban", "grpo", 3, None)
     assert parser.parse_args(["demo", "--task", "frozenlake"]).env == "frozenlake"  # the older spelling
     assert parser.parse_args(["demo"]).env == "calculator"
-    assert (parser.parse_args(["demo"]).size, parser.parse_args(["demo", "--size", "6"]).size) == (4, 6)
+    assert (parser.parse_args(["demo"]).size, parser.parse_args(["demo", "--size", "6"]).size) == (None, 6)
+    assert multiturn_recipe("frozenlake")[0].level["size"] == 4  # no --size: the 4x4 recipe
+
+
+def test_a_game_whose_maps_all_fall_on_one_side_of_the_split_is_refused_not_looped_over():
+    game = replace(lake_game(), layout=lambda grid: "one map for every level")
+    side = is_held_out(game, {**game.level, "seed": 0})
+    assert len(level_rows(game, "x", 3, held_out=side)) == 3
+    with pytest.raises(RuntimeError, match=r"no (held-out|training) map in 10000 seeds in a row \(0 of 3"):
+        level_rows(game, "x", 3, held_out=not side)
 
 
 @pytest.fixture(scope="module")
@@ -282,8 +293,11 @@ def test_the_demo_command_refuses_impossible_settings_and_writes_nothing(tmp_pat
     command = [sys.executable, "-m", "trainers", "demo", "--env", "frozenlake", "--rl-steps", "0",
                "--out", str(tmp_path / "run")]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
-    assert done.returncode != 0
-    assert "rl_steps must be at least 1, not 0" in done.stderr
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        "python -m trainers demo: error: invalid multi-turn settings: rl_steps must be at least 1, not 0"
+    )
     assert not (tmp_path / "run").exists()
 
 

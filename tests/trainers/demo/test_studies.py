@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from trainers.demo.frozenlake import lake_game
 from trainers.demo.multiturn import MultiTurnReport, MultiTurnSettings, success_per_step
 from trainers.demo.studies import (
@@ -11,6 +13,8 @@ from trainers.demo.studies import (
     estimator_table,
     filtering_table,
     first_alert,
+    main,
+    parsed_fields,
     rollout_pool,
 )
 
@@ -83,3 +87,23 @@ def test_training_success_per_step_is_read_from_each_plays_last_state(tmp_path):
     path.write_text("".join(json.dumps(p) + "\n" for p in plays))
     assert success_per_step(lake_game(), path) == [0.5, 0.5]
     assert success_per_step(lake_game(), tmp_path / "missing.jsonl") == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [(["--set", "rl_steps=abc"], "--set 'rl_steps=abc': expected FIELD=VALUE"),
+     (["--set", "rl_steps"], "--set 'rl_steps': expected FIELD=VALUE"),
+     (["--set", "bogus=1"], "unexpected keyword argument 'bogus'"),
+     (["--set", "rl_steps=0"], "rl_steps must be at least 1, not 0"),
+     (["--size", "9"], "FrozenLake's side must be from 3 to 6, not 9")],
+)  # fmt: skip
+def test_a_study_that_cannot_run_is_a_usage_error_naming_why(flags, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["estimators", *flags, "--out", str(tmp_path / "out")])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_set_values_are_json():
+    assert parsed_fields(["rl_steps=30", "rl_lr=3e-4", "mistake=\"wasted\""]) == {
+        "rl_steps": 30, "rl_lr": 3e-4, "mistake": "wasted"}  # fmt: skip

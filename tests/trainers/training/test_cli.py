@@ -62,3 +62,14 @@ def test_sft_subcommand_saves_a_loadable_model(config_path, tmp_path, capsys):
     assert main(["sft", str(config_path)]) == 0
     assert (tmp_path / "run" / "sft" / "model.safetensors").exists()
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["sft_steps"] == 2
+
+
+def test_a_config_that_does_not_validate_is_one_line_naming_the_key(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("training: {steps: 0}\n")
+    assert main(["train", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"python -m trainers train: error: invalid {bad}") and "training.steps" in err
+    assert "Traceback" not in err
+    assert main(["sft", str(tmp_path / "missing.yaml")]) == 2
+    assert "No such file or directory" in capsys.readouterr().err
