@@ -17,9 +17,9 @@ MAX_TURNS = 8  # a shortest 4x4 corner-to-corner path is 6 moves; detours round 
 # Every 6x6 map is new, and 2000 plays (600 SFT steps at 3e-3) left the policy reading them poorly
 # (greedy held-out success 0.30); with 3000 plays and the recipe's SFT (1000 steps at 1e-3): 0.40
 LARGE_LAKE_SETTINGS = {"n_experts": 3000}
-# 2x2 lakes make three maps, too few to hold some out; a 6x6 play of 12 turns nearly fills the policy's
-# 1024 positions, so larger lakes would need a longer context
-MIN_SIDE, MAX_SIDE = 3, 6
+# The sides the demo plays: 2x2 lakes make three maps, too few to hold some out; the longest 6x6 play
+# (12 turns) is 763 of the policy's 1024 positions, and a 7x7 lake needs 12 moves without a detour
+SIDES = range(3, 7)
 
 
 def shortest_path(env: Environment) -> list[str]:
@@ -53,8 +53,8 @@ def lake_map(start: str) -> str:
 def lake_game(size: int = 4, *, describe: bool = True) -> Game:
     """Random `size` x `size` lakes (no slipping); a play succeeds when the player stands on the goal.
     `describe` adds the surroundings line to every observation (see `Environment`)."""
-    if not MIN_SIDE <= size <= MAX_SIDE:
-        raise SettingsError(f"FrozenLake's side must be from {MIN_SIDE} to {MAX_SIDE}, not {size}")
+    if size not in SIDES:
+        raise SettingsError(f"FrozenLake's side must be from {SIDES[0]} to {SIDES[-1]}, not {size}")
     level = {"size": size, "corners": True}
     turns = MAX_TURNS if size <= 4 else 12
     return Game("frozenlake", QUESTION, level, turns, shortest_path, on_goal, layout=lake_map,

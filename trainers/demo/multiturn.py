@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers.config.loader import validate_config
-from trainers.demo.settings import below, not_positive, not_shares, optional_problems, refuse
+from trainers.demo.settings import below, not_positive, not_shares, refuse, shared_problems
 from trainers.envs.base import Environment
 from trainers.tools.toolset import Toolset
 from trainers.trajectory import Trajectory
@@ -102,7 +102,7 @@ class MultiTurnSettings:
         found += not_shares(v, ("imperfect", "slip")) + not_positive(v, ("sft_lr", "rl_lr"))
         if self.mistake not in MISTAKES:
             found.append(f"unknown mistake {self.mistake!r}; use one of {', '.join(MISTAKES)}")
-        refuse("multi-turn", found + optional_problems(v))
+        refuse("multi-turn", found + shared_problems(v))
 
 
 @dataclass

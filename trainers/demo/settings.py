@@ -34,12 +34,13 @@ def not_shares(values: Mapping[str, Any], names: Iterable[str]) -> list[str]:
             if not 0 <= values[name] <= 1]  # fmt: skip
 
 
-def optional_problems(values: Mapping[str, Any]) -> list[str]:
-    """`threads` and `kl_coef`, which both recipes share."""
-    found = [] if values["threads"] is None or values["threads"] >= 1 else [
-        f"threads must be at least 1, not {values['threads']}"]  # fmt: skip
-    if not values["kl_coef"] >= 0 or math.isinf(values["kl_coef"]):
-        found.append(f"kl_coef must be a number from 0 up, not {values['kl_coef']}")
+def shared_problems(values: Mapping[str, Any]) -> list[str]:
+    """The checks of `threads` (None: torch's default) and `kl_coef`, which both recipes have."""
+    found = []
+    if values["threads"] is not None and values["threads"] < 1:
+        found.append(f"threads must be at least 1, not {values['threads']}")
+    if not 0 <= values["kl_coef"] < math.inf:
+        found.append(f"kl_coef must be a finite number from 0 up, not {values['kl_coef']}")
     return found
 
 
@@ -79,4 +80,4 @@ class DemoSettings:
         found += not_shares(v, ("tool_fraction",)) + not_positive(v, ("sft_lr", "rl_lr"))
         if self.sft_seconds is not None:
             found += not_positive(v, ("sft_seconds",))
-        refuse("demo", found + optional_problems(v))
+        refuse("demo", found + shared_problems(v))

@@ -15,7 +15,7 @@ REFUSED = [
     (["--env", "sokoban", "--tool-fraction", "0.3", "--eval-every", "2"],
      "--eval-every, --tool-fraction apply only to the calculator demo"),
     (["--env", "sokoban", "--sft-steps", "-3"], "invalid multi-turn settings: sft_steps must be at least 0"),
-    (["--env", "frozenlake", "--kl-coef", "inf"], "kl_coef must be a number from 0 up, not inf"),
+    (["--env", "frozenlake", "--kl-coef", "inf"], "kl_coef must be a finite number from 0 up, not inf"),
     (["--rl-steps", "0", "--sft-lr", "-1"],
      "invalid demo settings: rl_steps must be at least 1, not 0; sft_lr must be positive, not -1.0"),
     (["--samples-per-prompt", "1", "--tool-fraction", "2"], "samples_per_prompt must be at least 2, not 1"),
