@@ -15,7 +15,7 @@ ENVS = ["calculator", "frozenlake", "sokoban"]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("demo", help="the CPU demo: a tiny model learns to use a calculator")
+    parser = subparsers.add_parser("demo", help="the CPU demos: a tiny model learns a calculator or a game")
     parser.add_argument("--seed", type=int, default=0, help="model, SFT and RL seed")
     parser.add_argument("--out", default="runs/demo", help="output directory")
     parser.add_argument("--env", "--task", dest="env", choices=ENVS, default="calculator",
