@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from trainers.config.loader import ConfigError
 from trainers.data_prep import cli as data_prep_cli
 from trainers.demo import cli as demo_cli
 from trainers.demo.settings import SettingsError
@@ -12,6 +13,9 @@ from trainers.rollout import cli as rollout_cli
 from trainers.sandbox import cli as sandbox_cli
 from trainers.training import cli as training_cli
 from trainers.training import eval_cli
+
+# Mistakes in what was given (a setting, a config, a path): told in one line, not a traceback
+USER_ERRORS = (SettingsError, ConfigError, FileNotFoundError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,15 +35,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except Exception as exc:
-        if not is_user_error(exc):
-            raise
+    except USER_ERRORS as exc:
         print(f"{parser.prog} {args.command}: error: {exc}", file=sys.stderr)
         return 2
-
-
-def is_user_error(exc: Exception) -> bool:
-    """A mistake in what was given (a setting, a config, a path), told in one line, not a traceback."""
-    config = sys.modules.get("trainers.config.loader")  # loaded whenever a ConfigError was raised
-    config_error = () if config is None else (config.ConfigError,)
-    return isinstance(exc, (SettingsError, FileNotFoundError, *config_error))
