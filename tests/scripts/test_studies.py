@@ -4,9 +4,7 @@ import json
 
 import pytest
 
-from trainers.demo.frozenlake import lake_game
-from trainers.demo.multiturn import MultiTurnReport, MultiTurnSettings, success_per_step
-from trainers.demo.studies import (
+from scripts.studies import (
     CollapseRun,
     collapse_overrides,
     collapse_step,
@@ -17,6 +15,8 @@ from trainers.demo.studies import (
     parsed_fields,
     rollout_pool,
 )
+from trainers.demo.frozenlake import lake_game
+from trainers.demo.multiturn import MultiTurnReport, MultiTurnSettings, success_per_step
 
 
 def test_a_run_collapses_when_its_smoothed_success_stays_at_half_of_its_best():

@@ -1,4 +1,4 @@
-"""Seeded studies on the multi-turn recipe, for the README's tables: `python -m trainers.demo.studies`.
+"""Seeded studies on the multi-turn recipe, for docs/experiments/'s tables: `python -m scripts.studies`.
 
 estimators: per seed one SFT policy, then RL from a fresh copy of it with each estimator; held-out
 success at T=1 and greedy, the rise over SFT, the area under the training success curve and GiGPO's
@@ -162,7 +162,7 @@ def filtering_table(runs: list[CollapseRun]) -> str:
 
 # --- command line ----------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trainers.demo.studies", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m scripts.studies", description=__doc__)
     parser.add_argument("study", choices=["estimators", "starpo_s"])
     parser.add_argument("--env", choices=["frozenlake", "sokoban"], default="frozenlake")
     parser.add_argument("--size", type=int, default=4, help="FrozenLake's side")
