@@ -160,7 +160,8 @@ class Sokoban(Environment):
         """A push that moves `box` one cell nearer `target`, and the cell the player pushes it from: of
         the (at most two) such pushes whose far cell is free and no dead corner, and whose standing cell
         the player can walk to (`walk`: moves to each such cell), the nearest. None when there is none.
-        The 2x64 policy did not learn the walk round the box from the offsets alone (README, Sokoban)."""
+        The 2x64 policy did not learn the walk round the box from the offsets alone
+        (docs/experiments/sokoban.md)."""
         pushes = []
         for action, (dr, dc) in MOVES.items():
             if (target[0] - box[0]) * dr + (target[1] - box[1]) * dc <= 0:

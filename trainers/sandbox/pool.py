@@ -112,7 +112,7 @@ class WorkerPool:
             self.close()
             raise SandboxError(
                 f"the sandbox refuses to start: {self.report['error']}. Model code runs only isolated: "
-                "allow user namespaces or run as root (README: Security: the sandbox), or set "
+                "allow user namespaces or run as root (docs/security.md), or set "
                 f"{INSECURE_ENV}=1 to run it without isolation"
             )
         if self.mode == "none":

@@ -183,7 +183,7 @@ def diagnose(mode: str) -> str:
     if any(line.split() == ["Seccomp:", "2"] for line in status.splitlines()):
         found.append(
             "this process runs under a seccomp filter that may forbid unshare/mount (Docker's default "
-            "profile does for a non-root user: see deploy/README.md)"
+            "profile does for a non-root user: see docs/deployment.md)"
         )
     return "; ".join(found) if found else "no known switch explains it"
 

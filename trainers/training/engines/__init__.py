@@ -105,7 +105,7 @@ def distributed_rank() -> int | None:
 
 def torchrun_command(ranks: int, module_args: Sequence[str]) -> list[str]:
     """The command that runs `python -m trainers <module_args>` as `ranks` processes on this machine
-    (a standalone rendezvous on a free port); several machines: see deploy/README."""
+    (a standalone rendezvous on a free port); several machines: see docs/deployment.md."""
     return [
         sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
         "-m", "trainers", *module_args,
