@@ -10,7 +10,6 @@ from typing import Any
 
 import torch
 
-from trainers.advantages import ESTIMATORS
 from trainers.backends.base import GenerationBackend
 from trainers.backends.hf import HFBackend
 from trainers.backends.vllm import VLLMBackend, VLLMOptions, build_llm
@@ -168,7 +167,7 @@ def build_trainer(
     )  # fmt: skip
     rollouts = _rollouts(config, engine, model, tokenizer, dispatcher)
     train_rows, eval_rows = _rows(config)
-    estimator = ESTIMATORS.get(config.algorithm.estimator)(**config.algorithm.estimator_kwargs())
+    estimator = config.algorithm.build()
     # the critic reads the policy's hidden states: on the policy's device
     value_head = (
         ValueHead(model.config.hidden_size).to(model_device(model)) if estimator.needs_values else None
