@@ -18,6 +18,7 @@ from trainers.config.schema import RunConfig
 from trainers.filters import FILTERS
 from trainers.losses.objective import PolicyLossConfig
 from trainers.metrics.echo_trap import EchoTrapDetector
+from trainers.models.device import model_device, resolve_device
 from trainers.rollout.engine import RolloutEngine
 from trainers.rollout.remote import Dispatcher, RemoteRollouts, rollout_spec
 from trainers.training.data import PromptSampler, read_rows, split_rows
@@ -26,7 +27,7 @@ from trainers.training.evaluate import Evaluator, correctness_judge
 from trainers.training.loop import LoopSettings, Trainer
 from trainers.training.model_io import load_policy
 from trainers.training.optim import adamw
-from trainers.training.policy import ValueHead, frozen_copy, model_device
+from trainers.training.policy import ValueHead, frozen_copy
 from trainers.training.sinks import RunDirSink, Sink
 from trainers.training.update import UpdateSettings
 
@@ -157,8 +158,7 @@ def build_trainer(
     run_dir.mkdir(parents=True, exist_ok=True)
     if model is None:
         model, tokenizer = load_config_policy(config)
-    device = "cuda" if config.model.device == "auto" and torch.cuda.is_available() else config.model.device
-    model.to("cpu" if device == "auto" else device)
+    model.to(resolve_device(config.model.device))
     backend = _backend(config, model, tokenizer)
     bindings = [binding.model_dump() for binding in config.tools]
     engine = RolloutEngine(
