@@ -148,9 +148,11 @@ class EstimatorRegistry(Registry[type[AdvantageEstimator]]):
             cls.params = create_model(
                 f"{cls.__name__}Params",
                 __base__=cls.params,
+                __module__=cls.__module__,
                 __doc__=cls.params.__doc__,
                 estimator=(tag, Field(name, description="advantage estimator")),
             )
+            cls.params.__qualname__ = f"{cls.__qualname__}.params"  # where pickle finds it
             return cls
 
         return decorator

@@ -51,6 +51,8 @@ def _own_params(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _validate_algorithm(data: Any) -> Any:
+    """A mapping gets grpo as its default estimator, loses other estimators' parameters, and is then
+    validated as the case of the union its `estimator` names."""
     if isinstance(data, EstimatorParams):
         return data
     if isinstance(data, dict):
