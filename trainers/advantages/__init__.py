@@ -1,5 +1,5 @@
 """Advantage estimators, found by name: `ESTIMATORS.get(name)(**params).compute(batch)`; each one's
-config parameters are `ESTIMATORS.get(name).params`."""
+config parameters are `ESTIMATORS.get(name).Params`."""
 
 from trainers.advantages import dr_grpo, gigpo, grpo, ppo, reinforce_pp, remax, rloo  # noqa: F401 (registers)
 from trainers.advantages.base import (

@@ -3,10 +3,10 @@
 Layout: row i is trajectory i; column j is the j-th token of its response (every turn after the
 prompt, tool and glue turns included), right-padded to T. `response_mask` is 1 on policy tokens.
 
-An estimator is one module: its class, its `EstimatorParams` (the run config's `algorithm` section)
-and one `ESTIMATORS.register`. The run config, and so the web process, imports these modules for their
-parameters, so they do not import torch at module level: tensors arrive in the batch, and new ones
-are made from them (`x.new_zeros`, `x.new_tensor`).
+An estimator is one module: its class, its parameters (an `EstimatorParams` set as the class's
+`Params`: the run config's `algorithm` section) and one `ESTIMATORS.register`. The run config, and so
+the web process, imports these modules for their parameters, so they do not import torch at module
+level: tensors arrive in the batch, and new ones are made from them (`x.new_zeros`, `x.new_tensor`).
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ class AdvantageResult:
 class EstimatorParams(BaseModel):
     """An estimator's parameters, flat beside `estimator` in the run config's `algorithm` section.
 
-    Subclass it with the estimator's fields; registering the estimator tags the subclass with the
-    estimator's name (the `estimator` field), which makes it one case of the config's union.
+    Subclass it with the estimator's fields and set it as the estimator's `Params`; registering the
+    estimator tags it with the estimator's name (the `estimator` field): one case of the config's union.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -115,7 +115,7 @@ class AdvantageEstimator(ABC):
     The class flags tell the loop what to put in the batch without knowing the estimator's name.
     """
 
-    params: ClassVar[type[EstimatorParams]] = EstimatorParams  # its config fields; tagged on registration
+    Params: ClassVar[type[EstimatorParams]] = EstimatorParams  # its config fields; tagged on registration
     compares_group_samples: ClassVar[bool] = False  # advantages compare a prompt's samples (group size >= 2)
     loss_aggregation: ClassVar[str | None] = None  # the loss aggregation it pairs with unless one is chosen
     needs_values: ClassVar[bool] = False  # run the critic and fill batch.values (ppo)
@@ -137,7 +137,7 @@ class AdvantageEstimator(ABC):
 
 
 class EstimatorRegistry(Registry[type[AdvantageEstimator]]):
-    """Registering an estimator also tags its `params` with its name, `estimator: Literal[name]`."""
+    """Registering an estimator also tags its `Params` with its name, `estimator: Literal[name]`."""
 
     def register(self, name: str) -> Callable[[type[AdvantageEstimator]], type[AdvantageEstimator]]:
         add = super().register(name)
@@ -145,14 +145,14 @@ class EstimatorRegistry(Registry[type[AdvantageEstimator]]):
         def decorator(cls: type[AdvantageEstimator]) -> type[AdvantageEstimator]:
             add(cls)
             tag = Literal[name]  # type: ignore[valid-type]  # the name is known only at registration
-            cls.params = create_model(
+            cls.Params = create_model(
                 f"{cls.__name__}Params",
-                __base__=cls.params,
+                __base__=cls.Params,
                 __module__=cls.__module__,
-                __doc__=cls.params.__doc__,
+                __doc__=cls.Params.__doc__,
                 estimator=(tag, Field(name, description="advantage estimator")),
             )
-            cls.params.__qualname__ = f"{cls.__qualname__}.params"  # where pickle finds it
+            cls.Params.__qualname__ = f"{cls.__qualname__}.Params"  # where pickle finds it
             return cls
 
         return decorator

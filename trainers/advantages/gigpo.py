@@ -62,7 +62,7 @@ class GiGPOParams(EstimatorParams):
 
 @ESTIMATORS.register("gigpo")
 class GiGPO(AdvantageEstimator):
-    params = GiGPOParams
+    Params = GiGPOParams
     compares_group_samples = True
 
     def __init__(

@@ -45,7 +45,7 @@ class GRPOParams(EstimatorParams):
 
 @ESTIMATORS.register("grpo")
 class GRPO(AdvantageEstimator):
-    params = GRPOParams
+    Params = GRPOParams
     compares_group_samples = True
 
     def __init__(self, eps: float = 1e-6, unbiased_std: bool = True) -> None:

@@ -38,7 +38,7 @@ class PPOParams(EstimatorParams):
 
 @ESTIMATORS.register("ppo")
 class PPO(AdvantageEstimator):
-    params = PPOParams
+    Params = PPOParams
     needs_values = True
 
     def __init__(

@@ -53,7 +53,7 @@ class ReinforcePPParams(EstimatorParams):
 
 @ESTIMATORS.register("reinforce_pp")
 class ReinforcePP(AdvantageEstimator):
-    params = ReinforcePPParams
+    Params = ReinforcePPParams
 
     def __init__(
         self,

@@ -30,7 +30,7 @@ DEFAULT_ESTIMATOR = "grpo"
 
 @cache
 def _union(estimators: tuple[tuple[str, type[AdvantageEstimator]], ...]) -> TypeAdapter[Any]:
-    cases = reduce(operator.or_, (cls.params for _, cls in estimators))
+    cases = reduce(operator.or_, (cls.Params for _, cls in estimators))
     return TypeAdapter(Annotated[cases, Field(discriminator="estimator")])
 
 
@@ -45,8 +45,8 @@ def _own_params(data: dict[str, Any]) -> dict[str, Any]:
     chosen = data.get("estimator")
     if not isinstance(chosen, str) or chosen not in ESTIMATORS:
         return data  # the union names the bad estimator
-    own = ESTIMATORS.get(chosen).params.model_fields
-    others = {name for _, cls in ESTIMATORS.items() for name in cls.params.model_fields} - own.keys()
+    own = ESTIMATORS.get(chosen).Params.model_fields
+    others = {name for _, cls in ESTIMATORS.items() for name in cls.Params.model_fields} - own.keys()
     return {key: value for key, value in data.items() if key not in others}
 
 
@@ -76,7 +76,7 @@ AlgorithmConfig = Annotated[
 
 
 def default_algorithm() -> EstimatorParams:
-    return ESTIMATORS.get(DEFAULT_ESTIMATOR).params()
+    return ESTIMATORS.get(DEFAULT_ESTIMATOR).Params()
 
 
 class LossConfig(BaseModel):

@@ -26,7 +26,7 @@ class ShiftedRewardParams(EstimatorParams):
 class ShiftedReward(AdvantageEstimator):
     """A = r + shift: no baseline, but a value the test can predict for any rollout."""
 
-    params = ShiftedRewardParams
+    Params = ShiftedRewardParams
     compares_group_samples = True
 
     def __init__(self, shift: float = 0.5) -> None:

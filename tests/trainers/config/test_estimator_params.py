@@ -93,7 +93,7 @@ def test_another_estimators_parameter_is_ignored_as_before():
 
 
 def test_a_config_with_any_estimator_pickles():
-    # the registry makes each estimator's tagged parameters class; pickle finds it as `<Estimator>.params`
+    # the registry makes each estimator's tagged parameters class; pickle finds it as `<Estimator>.Params`
     for name in ESTIMATORS.names():
         config = validate_config({"algorithm": {"estimator": name}, "rollout": {"samples_per_prompt": 2}})
         assert pickle.loads(pickle.dumps(config)) == config

@@ -152,7 +152,7 @@ class FixedParams(EstimatorParams):
 
 
 class Fixed(AdvantageEstimator):
-    params = FixedParams
+    Params = FixedParams
 
     def __init__(self, value: float = 1.0) -> None:
         self.value = value
@@ -167,7 +167,7 @@ def test_the_estimator_choices_and_their_fields_are_the_registered_estimators(mo
     fields = schema_fields()
     assert [value for value, _ in fields["algorithm.estimator"].choices] == ESTIMATORS.names()
     for _, estimator in ESTIMATORS.items():
-        assert {f"algorithm.{name}" for name in estimator.params.model_fields} <= set(fields)
+        assert {f"algorithm.{name}" for name in estimator.Params.model_fields} <= set(fields)
     assert fields["algorithm.value"].help_text == "fixed: the advantage of every policy token"
     assert fields["algorithm.gamma"].help_text.startswith("ppo, reinforce_pp: ")
 
