@@ -1,7 +1,15 @@
-"""Advantage estimators, found by name: `ESTIMATORS.get(name)(**params).compute(batch)`."""
+"""Advantage estimators, found by name: `ESTIMATORS.get(name)(**params).compute(batch)`; each one's
+config parameters are `ESTIMATORS.get(name).Params`."""
 
 from trainers.advantages import dr_grpo, gigpo, grpo, ppo, reinforce_pp, remax, rloo  # noqa: F401 (registers)
-from trainers.advantages.base import ESTIMATORS, AdvantageBatch, AdvantageEstimator, AdvantageResult, Step
+from trainers.advantages.base import (
+    ESTIMATORS,
+    AdvantageBatch,
+    AdvantageEstimator,
+    AdvantageResult,
+    EstimatorParams,
+    Step,
+)
 from trainers.advantages.batch import advantage_batch_from_trajectories, trajectory_steps, write_advantages
 
 __all__ = [
@@ -9,6 +17,7 @@ __all__ = [
     "AdvantageBatch",
     "AdvantageEstimator",
     "AdvantageResult",
+    "EstimatorParams",
     "Step",
     "advantage_batch_from_trajectories",
     "trajectory_steps",

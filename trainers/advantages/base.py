@@ -2,18 +2,26 @@
 
 Layout: row i is trajectory i; column j is the j-th token of its response (every turn after the
 prompt, tool and glue turns included), right-padded to T. `response_mask` is 1 on policy tokens.
+
+An estimator is one module: its class, its parameters (an `EstimatorParams` set as the class's
+`Params`: the run config's `algorithm` section) and one `ESTIMATORS.register`. The run config, and so
+the web process, imports these modules for their parameters, so they do not import torch at module
+level: tensors arrive in the batch, and new ones are made from them (`x.new_zeros`, `x.new_tensor`).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import torch
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from trainers.registry import Registry
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -74,12 +82,42 @@ class AdvantageResult:
     step_groups: list[list[str | None]] | None = None  # GiGPO anchor-group key of each step
 
 
+class EstimatorParams(BaseModel):
+    """An estimator's parameters, flat beside `estimator` in the run config's `algorithm` section.
+
+    Subclass it with the estimator's fields and set it as the estimator's `Params`; registering the
+    estimator tags it with the estimator's name (the `estimator` field): one case of the config's union.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    estimator: str = Field(description="advantage estimator")
+
+    def estimator_kwargs(self) -> dict[str, Any]:
+        """Constructor arguments of the estimator: each field under its own name unless overridden."""
+        return self.model_dump(exclude={"estimator"})
+
+    @property
+    def estimator_class(self) -> type[AdvantageEstimator]:
+        return ESTIMATORS.get(self.estimator)
+
+    def group_comparison(self) -> str | None:
+        """What compares the samples of a prompt (then samples_per_prompt must be >= 2); None: nothing."""
+        return self.estimator if self.estimator_class.compares_group_samples else None
+
+    def build(self) -> AdvantageEstimator:
+        return self.estimator_class(**self.estimator_kwargs())
+
+
 class AdvantageEstimator(ABC):
     """Stateless unless it says otherwise; stateful ones persist through `state_dict`.
 
     The class flags tell the loop what to put in the batch without knowing the estimator's name.
     """
 
+    Params: ClassVar[type[EstimatorParams]] = EstimatorParams  # its config fields; tagged on registration
+    compares_group_samples: ClassVar[bool] = False  # advantages compare a prompt's samples (group size >= 2)
+    loss_aggregation: ClassVar[str | None] = None  # the loss aggregation it pairs with unless one is chosen
     needs_values: ClassVar[bool] = False  # run the critic and fill batch.values (ppo)
     needs_greedy_baseline: ClassVar[bool] = False  # roll out greedily per prompt: batch.baseline_rewards
     kl_coef: float = 0.0  # > 0: fill batch.kl with the per-token k1 KL to the reference
@@ -98,7 +136,29 @@ class AdvantageEstimator(ABC):
         del state  # nothing to restore for a stateless estimator
 
 
-ESTIMATORS: Registry[type[AdvantageEstimator]] = Registry("advantage estimator")
+class EstimatorRegistry(Registry[type[AdvantageEstimator]]):
+    """Registering an estimator also tags its `Params` with its name, `estimator: Literal[name]`."""
+
+    def register(self, name: str) -> Callable[[type[AdvantageEstimator]], type[AdvantageEstimator]]:
+        add = super().register(name)
+
+        def decorator(cls: type[AdvantageEstimator]) -> type[AdvantageEstimator]:
+            add(cls)
+            tag = Literal[name]  # type: ignore[valid-type]  # the name is known only at registration
+            cls.Params = create_model(
+                f"{cls.__name__}Params",
+                __base__=cls.Params,
+                __module__=cls.__module__,
+                __doc__=cls.Params.__doc__,
+                estimator=(tag, Field(name, description="advantage estimator")),
+            )
+            cls.Params.__qualname__ = f"{cls.__qualname__}.Params"  # where pickle finds it
+            return cls
+
+        return decorator
+
+
+ESTIMATORS = EstimatorRegistry("advantage estimator")
 
 
 def group_indices(group_ids: Sequence[str]) -> dict[str, list[int]]:
@@ -112,7 +172,7 @@ def group_indices(group_ids: Sequence[str]) -> dict[str, list[int]]:
 def group_std(values: torch.Tensor, unbiased: bool) -> torch.Tensor:
     """Std of a group; a single sample has no spread (0, not NaN)."""
     if values.numel() < 2:
-        return torch.zeros((), dtype=values.dtype)
+        return values.new_zeros(())
     return values.std(correction=1 if unbiased else 0)
 
 

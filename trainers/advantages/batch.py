@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import torch
+from typing import TYPE_CHECKING
 
 from trainers.advantages.base import AdvantageBatch, AdvantageResult, Step
 from trainers.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    import torch
 
 
 def trajectory_steps(trajectory: Trajectory) -> list[Step]:
@@ -43,6 +45,8 @@ def advantage_batch_from_trajectories(
     baseline_rewards: dict[str, float] | None = None,
 ) -> AdvantageBatch:
     """Rows follow `trajectories`; columns are response tokens right-padded to `pad_to` (default: longest)."""
+    import torch  # here, not at module level: the run config imports this package (see base)
+
     length = max((len(t.response_loss_mask) for t in trajectories), default=0)
     width = length if pad_to is None else pad_to
     if width < length:
@@ -72,7 +76,7 @@ def write_advantages(trajectories: Sequence[Trajectory], result: AdvantageResult
     mask = result.advantages.new_zeros(result.advantages.shape)
     for row, trajectory in enumerate(trajectories):
         row_mask = trajectory.response_loss_mask
-        mask[row, : len(row_mask)] = torch.tensor(row_mask, dtype=mask.dtype)
+        mask[row, : len(row_mask)] = mask.new_tensor(row_mask)
     totals = (result.advantages * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
     for row, trajectory in enumerate(trajectories):
         trajectory.advantage = float(totals[row])

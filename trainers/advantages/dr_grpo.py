@@ -17,6 +17,9 @@ from trainers.advantages.grpo import group_normalised
 
 @ESTIMATORS.register("dr_grpo")
 class DrGRPO(AdvantageEstimator):
+    compares_group_samples = True
+    loss_aggregation = "seq_mean_token_sum"  # each sequence's token-loss sum over a fixed budget
+
     def compute(self, batch: AdvantageBatch) -> AdvantageResult:
         scalars = group_normalised(batch.rewards, batch.group_ids, scale=False, unbiased=True, eps=0.0)
         return outcome_result(scalars, batch)

@@ -12,15 +12,16 @@ reaches `similarity_threshold` share an anchor group, for environments whose sta
 from __future__ import annotations
 
 from difflib import SequenceMatcher
-from typing import Literal
+from typing import Any, Literal
 
-import torch
+from pydantic import Field
 
 from trainers.advantages.base import (
     ESTIMATORS,
     AdvantageBatch,
     AdvantageEstimator,
     AdvantageResult,
+    EstimatorParams,
     Step,
     group_indices,
     group_std,
@@ -38,8 +39,32 @@ def discounted_step_returns(steps: list[Step], gamma: float) -> list[float]:
     return out
 
 
+class GiGPOParams(EstimatorParams):
+    eps: float = Field(1e-6, gt=0.0, description="added to the group std before dividing")
+    unbiased_std: bool = Field(True, description="sample std (n-1) rather than population std")
+    gigpo_omega: float = Field(1.0, ge=0.0, description="weight of the step-level advantage")
+    gigpo_gamma: float = Field(0.95, ge=0.0, le=1.0, description="discount of step returns")
+    gigpo_norm: Literal["std", "none"] = Field("std", description="F = std or 1")
+    gigpo_similarity: float | None = Field(
+        None, gt=0.0, le=1.0, description="group similar states above this; none = exact state hash"
+    )
+
+    def estimator_kwargs(self) -> dict[str, Any]:
+        return {
+            "gamma": self.gigpo_gamma,
+            "omega": self.gigpo_omega,
+            "norm": self.gigpo_norm,
+            "eps": self.eps,
+            "unbiased_std": self.unbiased_std,
+            "similarity_threshold": self.gigpo_similarity,
+        }
+
+
 @ESTIMATORS.register("gigpo")
 class GiGPO(AdvantageEstimator):
+    Params = GiGPOParams
+    compares_group_samples = True
+
     def __init__(
         self,
         gamma: float = 0.95,
@@ -84,7 +109,7 @@ class GiGPO(AdvantageEstimator):
         for cells in members.values():
             if len(cells) < 2:
                 continue
-            values = torch.tensor([returns[row][t] for row, t in cells], dtype=torch.float64)
+            values = batch.rewards.double().new_tensor([returns[row][t] for row, t in cells])
             centred = values - values.mean()
             if self.norm == "std":
                 centred = centred / (group_std(values, self.unbiased_std) + self.eps)

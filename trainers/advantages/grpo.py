@@ -7,24 +7,30 @@ The paper does not say which std; like TRL and verl we use the sample std (n - 1
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
+from pydantic import Field
 
 from trainers.advantages.base import (
     ESTIMATORS,
     AdvantageBatch,
     AdvantageEstimator,
     AdvantageResult,
+    EstimatorParams,
     group_indices,
     group_std,
     outcome_result,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 
 def group_normalised(
     rewards: torch.Tensor, group_ids: list[str], *, scale: bool, unbiased: bool, eps: float
 ) -> torch.Tensor:
     """(r - group mean), divided by (group std + eps) when `scale`; shared by GRPO and Dr.GRPO."""
-    out = torch.zeros_like(rewards)
+    out = rewards.new_zeros(rewards.shape)
     for rows in group_indices(group_ids).values():
         r = rewards[rows]
         centred = r - r.mean()
@@ -32,8 +38,16 @@ def group_normalised(
     return out
 
 
+class GRPOParams(EstimatorParams):
+    eps: float = Field(1e-6, gt=0.0, description="added to the group std before dividing")
+    unbiased_std: bool = Field(True, description="sample std (n-1) rather than population std")
+
+
 @ESTIMATORS.register("grpo")
 class GRPO(AdvantageEstimator):
+    Params = GRPOParams
+    compares_group_samples = True
+
     def __init__(self, eps: float = 1e-6, unbiased_std: bool = True) -> None:
         self.eps = eps  # keeps a zero-variance group at advantage 0 instead of 0/0
         self.unbiased_std = unbiased_std  # sample std (n-1); False = population std (n)

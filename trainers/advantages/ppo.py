@@ -6,18 +6,39 @@ folded in per token. Masked (tool / glue) positions are skipped, see `trainers.a
 
 from __future__ import annotations
 
+from typing import Any
+
+from pydantic import Field
+
 from trainers.advantages.base import (
     ESTIMATORS,
     AdvantageBatch,
     AdvantageEstimator,
     AdvantageResult,
+    EstimatorParams,
     turn_means,
 )
 from trainers.advantages.tokens import gae, masked_whiten, token_level_rewards
 
 
+class PPOParams(EstimatorParams):
+    gamma: float = Field(1.0, ge=0.0, le=1.0, description="discount of token rewards")
+    gae_lambda: float = Field(0.95, ge=0.0, le=1.0, description="GAE lambda")
+    whiten_advantages: bool = Field(True, description="normalise advantages over the batch")
+    kl_in_reward: float = Field(0.0, ge=0.0, description="coefficient of the KL folded into the token reward")
+
+    def estimator_kwargs(self) -> dict[str, Any]:
+        return {
+            "gamma": self.gamma,
+            "lam": self.gae_lambda,
+            "kl_coef": self.kl_in_reward,
+            "whiten": self.whiten_advantages,
+        }
+
+
 @ESTIMATORS.register("ppo")
 class PPO(AdvantageEstimator):
+    Params = PPOParams
     needs_values = True
 
     def __init__(

@@ -11,19 +11,50 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from pydantic import Field, model_validator
+
 from trainers.advantages.base import (
     ESTIMATORS,
     AdvantageBatch,
     AdvantageEstimator,
     AdvantageResult,
+    EstimatorParams,
     turn_means,
 )
 from trainers.advantages.grpo import group_normalised
 from trainers.advantages.tokens import gae, masked_whiten, token_level_rewards
 
 
+class ReinforcePPParams(EstimatorParams):
+    gamma: float = Field(1.0, ge=0.0, le=1.0, description="discount of token rewards")
+    kl_in_reward: float = Field(0.0, ge=0.0, description="coefficient of the KL folded into the token reward")
+    normalize: bool = Field(True, description="normalise advantages over the whole batch")
+    history_baseline: bool = Field(False, description="subtract a moving average of rewards")
+    history_momentum: float = Field(0.9, ge=0.0, lt=1.0, description="momentum of that average")
+    group_baseline: bool = Field(
+        False,
+        description="REINFORCE++-baseline, subtract the mean reward of the prompt's group "
+        "before the batch normalisation (needs samples_per_prompt >= 2)",
+    )
+
+    @model_validator(mode="after")
+    def _one_baseline(self) -> ReinforcePPParams:
+        if self.group_baseline and self.history_baseline:
+            raise ValueError("reinforce_pp: choose one of group_baseline and history_baseline")
+        return self
+
+    def estimator_kwargs(self) -> dict[str, Any]:
+        kwargs = self.model_dump(exclude={"estimator", "kl_in_reward"})
+        return {**kwargs, "kl_coef": self.kl_in_reward}
+
+    def group_comparison(self) -> str | None:
+        return "reinforce_pp's group_baseline" if self.group_baseline else None
+
+
 @ESTIMATORS.register("reinforce_pp")
 class ReinforcePP(AdvantageEstimator):
+    Params = ReinforcePPParams
+
     def __init__(
         self,
         gamma: float = 1.0,

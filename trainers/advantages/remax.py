@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import torch
-
 from trainers.advantages.base import (
     ESTIMATORS,
     AdvantageBatch,
@@ -24,5 +22,5 @@ class ReMax(AdvantageEstimator):
         missing = sorted({g for g in batch.group_ids if g not in baselines})
         if missing:
             raise ValueError(f"remax: no greedy baseline reward for groups {missing}")
-        baseline = torch.tensor([baselines[g] for g in batch.group_ids], dtype=batch.rewards.dtype)
+        baseline = batch.rewards.new_tensor([baselines[g] for g in batch.group_ids])
         return outcome_result(batch.rewards - baseline, batch)

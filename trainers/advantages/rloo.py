@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import torch
-
 from trainers.advantages.base import (
     ESTIMATORS,
     AdvantageBatch,
@@ -16,8 +14,10 @@ from trainers.advantages.base import (
 
 @ESTIMATORS.register("rloo")
 class RLOO(AdvantageEstimator):
+    compares_group_samples = True
+
     def compute(self, batch: AdvantageBatch) -> AdvantageResult:
-        scalars = torch.zeros_like(batch.rewards)
+        scalars = batch.rewards.new_zeros(batch.rewards.shape)
         for rows in group_indices(batch.group_ids).values():
             if len(rows) < 2:
                 continue  # no other sample to compare with: no signal

@@ -8,14 +8,17 @@ trailing glue token) is credited to the last policy token before it, the action 
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from trainers.advantages.base import AdvantageBatch
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _policy_first_order(mask: torch.Tensor) -> torch.Tensor:
     """Per row, a column order that lists policy positions first (in sequence order)."""
-    return torch.argsort((mask <= 0).to(torch.int8), dim=1, stable=True)
+    return (mask <= 0).byte().argsort(dim=1, stable=True)
 
 
 def compress(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -28,13 +31,13 @@ def expand(compact: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Inverse of `compress`: put left-aligned values back on their policy positions, zero elsewhere."""
     order = _policy_first_order(mask)
     valid = mask.gather(1, order)
-    return torch.zeros_like(compact).scatter(1, order, compact * valid)
+    return compact.new_zeros(compact.shape).scatter(1, order, compact * valid)
 
 
 def credit_to_policy_tokens(rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Move rewards on masked positions onto the preceding policy token (the first one if none precedes)."""
     owner_rank = (mask.cumsum(dim=1) - 1).clamp(min=0).long()  # rank of the last policy token so far
-    compact = torch.zeros_like(rewards).scatter_add(1, owner_rank, rewards)
+    compact = rewards.new_zeros(rewards.shape).scatter_add(1, owner_rank, rewards)
     return expand(compact, mask)
 
 
@@ -44,8 +47,8 @@ def token_level_rewards(batch: AdvantageBatch, kl_coef: float) -> torch.Tensor:
     if batch.token_rewards is not None:
         rewards = batch.token_rewards.float().clone()
     else:
-        rewards = torch.zeros_like(mask)
-        last = (mask * torch.arange(1, mask.shape[1] + 1)).argmax(dim=1)
+        rewards = mask.new_zeros(mask.shape)
+        last = mask.cumsum(dim=1).argmax(dim=1)  # the count of policy tokens first peaks at the last one
         has_policy = mask.sum(dim=1) > 0
         rewards[has_policy, last[has_policy]] = batch.rewards[has_policy]
     rewards = credit_to_policy_tokens(rewards, mask)
@@ -66,10 +69,10 @@ def gae(
     r, valid = compress(rewards, mask)
     v, _ = compress(values.float(), mask)
     v = v * valid
-    advantages = torch.zeros_like(r)
-    running = torch.zeros(r.shape[0], dtype=r.dtype)
+    advantages = r.new_zeros(r.shape)
+    running = r.new_zeros(r.shape[0])
     for t in reversed(range(r.shape[1])):
-        next_value = v[:, t + 1] if t + 1 < r.shape[1] else torch.zeros_like(running)
+        next_value = v[:, t + 1] if t + 1 < r.shape[1] else running.new_zeros(running.shape)
         delta = r[:, t] + gamma * next_value - v[:, t]
         running = (delta + gamma * lam * running) * valid[:, t]
         advantages[:, t] = running
@@ -81,4 +84,4 @@ def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> tor
     count = mask.sum().clamp(min=1)
     mean = (x * mask).sum() / count
     var = (((x - mean) * mask) ** 2).sum() / count
-    return (x - mean) * torch.rsqrt(var.clamp(min=eps)) * mask
+    return (x - mean) * var.clamp(min=eps).rsqrt() * mask

@@ -30,6 +30,7 @@ from trainers.backends.prefill_plan import PrefillPlan, plan_prefill
 from trainers.backends.prefix_cache import CachedPrefix, PrefixCache, row_prefix, stacked_cache
 from trainers.backends.sampler import sample_step
 from trainers.backends.stops import StopWatcher
+from trainers.models.device import model_device
 
 
 class Decoder(Protocol):
@@ -83,7 +84,7 @@ class HFBackend(GenerationBackend):
 
     @property
     def device(self) -> torch.device:
-        return next(self.model.parameters()).device
+        return model_device(self.model)
 
     def token_text(self) -> list[str]:
         """Each vocabulary id decoded alone, built once, for stop-string checks."""

@@ -20,14 +20,15 @@ with a test double of exactly those names (tests/trainers/backends/test_vllm_bac
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
+from pydantic import ConfigDict
 
 from trainers.backends.base import FinishReason, GenerationBackend, GenerationOutput, GenerationRequest
+from trainers.config.sections import VLLMConfig
 
 # The worker extension class vLLM mixes into each of its workers (`LLM(worker_extension_cls=...)`);
 # `collective_rpc(LOAD_WEIGHTS, ...)` calls its method on every worker.
@@ -35,18 +36,11 @@ WORKER_EXTENSION = "trainers.backends.vllm.PolicyWeightsExtension"
 LOAD_WEIGHTS = "load_policy_weights"
 
 
-@dataclass(frozen=True)
-class VLLMOptions:
-    """How the engine is built and shares the GPU with training (see `trainers.config` `generation.vllm`)."""
+class VLLMOptions(VLLMConfig):
+    """How the engine is built and shares the GPU with training: the run config's `generation.vllm`,
+    frozen (a backend's options do not change under it)."""
 
-    gpu_memory_utilization: float = 0.5  # share of each GPU's memory vLLM may take (weights + KV cache)
-    tensor_parallel_size: int = 1
-    dtype: str = "auto"
-    max_model_len: int | None = None
-    enable_prefix_caching: bool = True
-    sleep: bool = True  # sleep during the update (needs enable_sleep_mode); off: stays resident
-    sleep_level: int = 1  # 1: offload weights to CPU; 2: drop them (the next rollout loads new ones)
-    enforce_eager: bool = False
+    model_config = ConfigDict(frozen=True)
 
 
 def vllm_api() -> ModuleType:

@@ -1,91 +1,82 @@
 """Run-config sections for learning: advantage estimator, policy loss, group filters.
 
-Names match the registries of trainers.advantages (ESTIMATORS) and trainers.filters (FILTERS);
-`estimator_kwargs`, `filter_kwargs` and `policy_loss_kwargs` give their constructors' arguments.
+Names match the registries of trainers.advantages (ESTIMATORS) and trainers.filters (FILTERS).
+`algorithm` is the union of the registered estimators' parameters, told apart by `estimator`;
+`EstimatorParams.build`, `filter_kwargs` and `policy_loss_kwargs` give what their constructors take.
 """
 
 from __future__ import annotations
 
+import operator
+from functools import cache, reduce
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    TypeAdapter,
+    model_validator,
+)
+from pydantic.json_schema import GetJsonSchemaHandler, JsonSchemaValue
+from pydantic_core import CoreSchema
 
-Estimator = Literal["grpo", "dr_grpo", "rloo", "reinforce_pp", "remax", "ppo", "gigpo"]
-GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "gigpo")  # need several samples per prompt
+from trainers.advantages import ESTIMATORS, AdvantageEstimator, EstimatorParams
+
+DEFAULT_ESTIMATOR = "grpo"
 
 
-class AlgorithmConfig(BaseModel):
-    """The advantage estimator and its parameters (each used only by the estimators it names)."""
+@cache
+def _union(estimators: tuple[tuple[str, type[AdvantageEstimator]], ...]) -> TypeAdapter[Any]:
+    cases = reduce(operator.or_, (cls.Params for _, cls in estimators))
+    return TypeAdapter(Annotated[cases, Field(discriminator="estimator")])
 
-    model_config = ConfigDict(extra="forbid")
 
-    estimator: Estimator = Field("grpo", description="advantage estimator")
-    eps: float = Field(1e-6, gt=0.0, description="grpo, gigpo: added to the group std before dividing")
-    unbiased_std: bool = Field(True, description="grpo, gigpo: sample std (n-1) rather than population std")
-    gamma: float = Field(1.0, ge=0.0, le=1.0, description="ppo, reinforce_pp: discount of token rewards")
-    gae_lambda: float = Field(0.95, ge=0.0, le=1.0, description="ppo: GAE lambda")
-    whiten_advantages: bool = Field(True, description="ppo: normalise advantages over the batch")
-    kl_in_reward: float = Field(
-        0.0, ge=0.0, description="ppo, reinforce_pp: coefficient of the KL folded into the token reward"
-    )
-    normalize: bool = Field(True, description="reinforce_pp: normalise advantages over the whole batch")
-    history_baseline: bool = Field(False, description="reinforce_pp: subtract a moving average of rewards")
-    history_momentum: float = Field(0.9, ge=0.0, lt=1.0, description="reinforce_pp: momentum of that average")
-    group_baseline: bool = Field(
-        False,
-        description="reinforce_pp: REINFORCE++-baseline, subtract the mean reward of the prompt's group "
-        "before the batch normalisation (needs samples_per_prompt >= 2)",
-    )
-    gigpo_omega: float = Field(1.0, ge=0.0, description="gigpo: weight of the step-level advantage")
-    gigpo_gamma: float = Field(0.95, ge=0.0, le=1.0, description="gigpo: discount of step returns")
-    gigpo_norm: Literal["std", "none"] = Field("std", description="gigpo: F = std or 1")
-    gigpo_similarity: float | None = Field(
-        None, gt=0.0, le=1.0, description="gigpo: group similar states above this; none = exact state hash"
-    )
+def estimator_params_union() -> TypeAdapter[Any]:
+    """The discriminated union of the estimators' parameters, as registered now (a test may add one)."""
+    return _union(tuple(ESTIMATORS.items()))
 
-    def estimator_kwargs(self) -> dict[str, Any]:
-        """Constructor arguments of `ESTIMATORS.get(self.estimator)`."""
-        by_name: dict[str, dict[str, Any]] = {
-            "grpo": {"eps": self.eps, "unbiased_std": self.unbiased_std},
-            "dr_grpo": {},
-            "rloo": {},
-            "remax": {},
-            "ppo": {
-                "gamma": self.gamma,
-                "lam": self.gae_lambda,
-                "kl_coef": self.kl_in_reward,
-                "whiten": self.whiten_advantages,
-            },
-            "reinforce_pp": {
-                "gamma": self.gamma,
-                "kl_coef": self.kl_in_reward,
-                "normalize": self.normalize,
-                "history_baseline": self.history_baseline,
-                "history_momentum": self.history_momentum,
-                "group_baseline": self.group_baseline,
-            },
-            "gigpo": {
-                "gamma": self.gigpo_gamma,
-                "omega": self.gigpo_omega,
-                "norm": self.gigpo_norm,
-                "eps": self.eps,
-                "unbiased_std": self.unbiased_std,
-                "similarity_threshold": self.gigpo_similarity,
-            },
-        }
-        return by_name[self.estimator]
 
-    @model_validator(mode="after")
-    def _one_baseline(self) -> AlgorithmConfig:
-        if self.estimator == "reinforce_pp" and self.group_baseline and self.history_baseline:
-            raise ValueError("reinforce_pp: choose one of group_baseline and history_baseline")
-        return self
+def _own_params(data: dict[str, Any]) -> dict[str, Any]:
+    """The section without other estimators' parameters: configs written before the union (and the
+    workbench's form) hold every estimator's parameters side by side, and only the chosen ones apply."""
+    chosen = data.get("estimator")
+    if not isinstance(chosen, str) or chosen not in ESTIMATORS:
+        return data  # the union names the bad estimator
+    own = ESTIMATORS.get(chosen).Params.model_fields
+    others = {name for _, cls in ESTIMATORS.items() for name in cls.Params.model_fields} - own.keys()
+    return {key: value for key, value in data.items() if key not in others}
 
-    @property
-    def compares_group_samples(self) -> bool:
-        """True when advantages compare the samples of a prompt (samples_per_prompt must be >= 2)."""
-        grouped_reinforce_pp = self.estimator == "reinforce_pp" and self.group_baseline
-        return self.estimator in GROUP_ESTIMATORS or grouped_reinforce_pp
+
+def _validate_algorithm(data: Any) -> Any:
+    """A mapping gets grpo as its default estimator, loses other estimators' parameters, and is then
+    validated as the case of the union its `estimator` names."""
+    if isinstance(data, EstimatorParams):
+        return data
+    if isinstance(data, dict):
+        data = _own_params({"estimator": DEFAULT_ESTIMATOR, **data})
+    return estimator_params_union().validate_python(data)
+
+
+class _RegisteredEstimatorsSchema:
+    """The JSON Schema of the union as registered when the schema is made (the workbench's run form)."""
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        del schema  # the declared type is the base class; the registered cases are what validates
+        return handler(estimator_params_union().core_schema)
+
+
+AlgorithmConfig = Annotated[
+    SerializeAsAny[EstimatorParams], BeforeValidator(_validate_algorithm), _RegisteredEstimatorsSchema()
+]
+
+
+def default_algorithm() -> EstimatorParams:
+    return ESTIMATORS.get(DEFAULT_ESTIMATOR).Params()
 
 
 class LossConfig(BaseModel):

@@ -28,22 +28,35 @@ def _child(node: Any, part: Any) -> tuple[bool, Any]:
     return False, None
 
 
-def _key_path(loc: tuple[Any, ...], data: Any) -> str:
-    """Dotted path of an error; pydantic's union tags (not keys of the input) are left out."""
+def _key_path(loc: tuple[Any, ...], data: Any, *, names_a_key: bool = True) -> str:
+    """Dotted path of an error; pydantic's union tags (not keys of the input) are left out. The last
+    part may be a key the input lacks (a missing or unknown one) only if the error `names_a_key`."""
     parts, node = [], data
     for i, part in enumerate(loc):
         found, child = _child(node, part)
         if found:
             node = child
-        elif i < len(loc) - 1 and isinstance(part, str):
+        elif (i < len(loc) - 1 or not names_a_key) and isinstance(part, str):
             continue  # a discriminator tag or validator name pydantic inserted
         parts.append(str(part))
     return ".".join(parts)
 
 
+def _error_loc(error: Any) -> tuple[Any, ...]:
+    """Where an error is; an unknown union tag (estimator, filter name) is an error of the tag's key."""
+    loc = tuple(error["loc"])
+    if error["type"] == "union_tag_invalid":
+        return (*loc, error["ctx"]["discriminator"].strip("'"))
+    return loc
+
+
 def error_list(exc: ValidationError, data: Any) -> list[tuple[str, str]]:
     """(key path, message) for each error of a failed validation of `data`."""
-    return [(_key_path(tuple(e["loc"]), data), e["msg"]) for e in exc.errors()]
+    return [
+        # a validator's error (value_error) is about the values it checked, never about a missing key
+        (_key_path(_error_loc(e), data, names_a_key=e["type"] != "value_error"), e["msg"])
+        for e in exc.errors()
+    ]
 
 
 def validate_config(data: Any, source: str = "config") -> RunConfig:

@@ -11,7 +11,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trainers.backends.sampling import SamplingParams
-from trainers.config.algorithm import AlgorithmConfig, FilterConfig, LossConfig, MismatchConfig
+from trainers.config.algorithm import (
+    AlgorithmConfig,
+    FilterConfig,
+    LossConfig,
+    MismatchConfig,
+    default_algorithm,
+)
 from trainers.config.sections import (
     CheckpointConfig,
     DataConfig,
@@ -68,7 +74,9 @@ class RunConfig(BaseModel):
     reward: RewardDefinition = Field(
         default_factory=_default_reward, description="weighted reward components"
     )
-    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig, description="advantage estimator")
+    algorithm: AlgorithmConfig = Field(
+        default_factory=default_algorithm, description="the advantage estimator and its parameters"
+    )
     loss: LossConfig = Field(default_factory=LossConfig, description="policy, KL, entropy and value losses")
     mismatch: MismatchConfig = Field(
         default_factory=MismatchConfig, description="sampler vs trainer log-probs: old policy, TIS, metric"
@@ -87,15 +95,14 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
-        if self.algorithm.estimator == "dr_grpo" and "aggregation" not in self.loss.model_fields_set:
-            # Dr. GRPO drops the per-response length normalisation: each sequence's token-loss sum is
-            # divided by the fixed generation budget (loss.norm_constant), unless aggregation is chosen
-            self.loss.aggregation = "seq_mean_token_sum"
-        if self.algorithm.compares_group_samples and self.rollout.samples_per_prompt < 2:
-            what = "reinforce_pp's group_baseline" if self.algorithm.estimator == "reinforce_pp" else None
-            raise ValueError(
-                f"{what or self.algorithm.estimator} compares samples of a prompt: samples_per_prompt >= 2"
-            )
+        aggregation = self.algorithm.estimator_class.loss_aggregation
+        if aggregation is not None and "aggregation" not in self.loss.model_fields_set:
+            # e.g. Dr. GRPO drops the per-response length normalisation: each sequence's token-loss sum
+            # is divided by the fixed generation budget (loss.norm_constant), unless aggregation is chosen
+            self.loss.aggregation = aggregation
+        grouped = self.algorithm.group_comparison()
+        if grouped is not None and self.rollout.samples_per_prompt < 2:
+            raise ValueError(f"{grouped} compares samples of a prompt: samples_per_prompt >= 2")
         if self.model.tiny.tokenizer_corpus == "sft_data" and self.model.path == "tiny" and self.sft is None:
             raise ValueError("model.tiny.tokenizer_corpus 'sft_data' needs SFT data: add an sft section")
         if self.loss.kl == "none" and self.loss.kl_coef > 0:

@@ -9,7 +9,7 @@ from collections import deque
 
 from trainers.demo.multiturn import Game
 from trainers.envs.base import MOVES, Environment
-from trainers.envs.sokoban import STEP_PENALTY, Sokoban
+from trainers.envs.sokoban import STEP_PENALTY, Sokoban, move
 
 QUESTION = "Push every box X onto a target O. Move the player P with the sokoban tool."
 # The recipe's settings and what was measured for each: docs/experiments/sokoban.md
@@ -36,18 +36,9 @@ def solve(env: Environment, max_states: int = 100_000) -> list[str] | None:
         if boxes == env.targets:
             end = state
             break
-        for action, (dr, dc) in MOVES.items():
-            ahead = (player[0] + dr, player[1] + dc)
-            beyond = (ahead[0] + dr, ahead[1] + dc)
-            if ahead not in env.floor:
-                continue
-            moved = boxes
-            if ahead in boxes:
-                if beyond not in env.floor or beyond in boxes:
-                    continue
-                moved = (boxes - {ahead}) | {beyond}
-            nxt = (ahead, moved)
-            if nxt not in previous:
+        for action in MOVES:
+            nxt = move(env.floor, boxes, player, action)
+            if nxt is not None and nxt not in previous:
                 previous[nxt] = (state, action)
                 frontier.append(nxt)
     if end is None:

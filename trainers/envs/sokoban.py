@@ -4,7 +4,7 @@ solved state (pulling boxes off their targets, as gym-sokoban does), so every le
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, TypeVar
 
 from trainers.envs.base import (
     ENVIRONMENTS,
@@ -18,8 +18,23 @@ from trainers.envs.base import (
 )
 
 Cell = tuple[int, int]
+Boxes = TypeVar("Boxes", set[Cell], frozenset[Cell])
 STEP_PENALTY, BOX_ON, BOX_OFF, SOLVED = -0.1, 1.0, -1.0, 10.0  # gym-sokoban's reward scheme
 MAX_REVERSE_STEPS = 1000  # gym-sokoban's levels play 300 steps backwards; more only costs generation time
+
+
+def move(floor: set[Cell], boxes: Boxes, player: Cell, action: str) -> tuple[Cell, Boxes] | None:
+    """The player and the boxes after `action`, a box ahead pushed one cell on; None when nothing moves
+    (a wall ahead, or a box there with a wall or another box behind it)."""
+    dr, dc = MOVES[action]
+    ahead, beyond = (player[0] + dr, player[1] + dc), (player[0] + 2 * dr, player[1] + 2 * dc)
+    if ahead not in floor:
+        return None
+    if ahead not in boxes:
+        return ahead, boxes
+    if beyond not in floor or beyond in boxes:
+        return None
+    return ahead, (boxes - {ahead}) | {beyond}
 
 
 @ENVIRONMENTS.register("sokoban")
@@ -101,19 +116,14 @@ class Sokoban(Environment):
 
     # --- play -------------------------------------------------------------------------------------
     def _apply(self, action: str) -> tuple[float, bool]:
-        dr, dc = MOVES[action]
-        r, c = self.player
-        ahead, beyond = (r + dr, c + dc), (r + 2 * dr, c + 2 * dc)
         reward = STEP_PENALTY
-        if ahead not in self.floor:
+        moved = move(self.floor, self.boxes, self.player, action)
+        if moved is None:
             return reward, False
-        if ahead in self.boxes:
-            if beyond not in self.floor or beyond in self.boxes:
-                return reward, False
-            self.boxes.remove(ahead)
-            self.boxes.add(beyond)
-            reward += (beyond in self.targets) * BOX_ON + (ahead in self.targets) * BOX_OFF
-        self.player = ahead
+        self.player, boxes = moved
+        onto, off = boxes - self.boxes, self.boxes - boxes  # a pushed box's new and old cell, or nothing
+        reward += len(onto & self.targets) * BOX_ON + len(off & self.targets) * BOX_OFF
+        self.boxes = boxes
         solved = self.boxes == self.targets
         return reward + (SOLVED if solved else 0.0), solved
 

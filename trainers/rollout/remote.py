@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from trainers.backends.sampling import SamplingParams
 from trainers.metrics import keys
+from trainers.models.device import resolve_device
 from trainers.rollout.scheduler import SchedulerStats
 from trainers.trajectory import Trajectory
 
@@ -181,7 +182,7 @@ def _load_backend(job: RolloutJob, store: Any, model: Any, tokenizer: Any) -> _L
         from trainers.backends.hf import HFBackend
 
         device = job.spec.get("device", "cpu")
-        model.to(device if device != "auto" else _auto_device())
+        model.to(resolve_device(device))
         return _Loaded(model, tokenizer, HFBackend(model, tokenizer), job.weight_version)
     import tempfile
     from pathlib import Path
@@ -197,12 +198,6 @@ def _load_backend(job: RolloutJob, store: Any, model: Any, tokenizer: Any) -> _L
         llm = build_llm(local, options, tokenizer_path=tokenizer_dir, seed=job.seed or 0)
     backend = VLLMBackend(llm, tokenizer, policy=model, options=options, loaded=True)
     return _Loaded(model, tokenizer, backend, job.weight_version, workdir=workdir)
-
-
-def _auto_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 # --- dispatchers -----------------------------------------------------------------------------------

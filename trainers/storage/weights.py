@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from trainers.models.device import model_device
 from trainers.storage.store import ArtifactStore
 
 TOKENIZER = "tokenizer"
@@ -71,7 +72,7 @@ def load_version(store: ArtifactStore, prefix: str, version: int, model: Any) ->
         local = fetch_version(store, prefix, version, Path(tmp) / "version")
         state: dict[str, Any] = {}
         for shard in sorted(local.glob("*.safetensors")):
-            state.update(load_file(str(shard), device=str(_device(model))))
+            state.update(load_file(str(shard), device=str(model_device(model))))
     missing, unexpected = model.load_state_dict(state, strict=False)
     current = model.state_dict()
     loaded = {current[name].data_ptr() for name in state}
@@ -92,7 +93,3 @@ def load_published_policy(store: ArtifactStore, prefix: str, version: int) -> tu
         model, tokenizer = load_policy(local, tokenizer_path=tokenizer)
     model.eval()
     return model, tokenizer
-
-
-def _device(model: Any) -> Any:
-    return next(model.parameters()).device

@@ -10,7 +10,6 @@ from typing import Any
 
 import torch
 
-from trainers.advantages import ESTIMATORS
 from trainers.backends.base import GenerationBackend
 from trainers.backends.hf import HFBackend
 from trainers.backends.vllm import VLLMBackend, VLLMOptions, build_llm
@@ -19,6 +18,7 @@ from trainers.config.schema import RunConfig
 from trainers.filters import FILTERS
 from trainers.losses.objective import PolicyLossConfig
 from trainers.metrics.echo_trap import EchoTrapDetector
+from trainers.models.device import model_device, resolve_device
 from trainers.rollout.engine import RolloutEngine
 from trainers.rollout.remote import Dispatcher, RemoteRollouts, rollout_spec
 from trainers.training.data import PromptSampler, read_rows, split_rows
@@ -27,7 +27,7 @@ from trainers.training.evaluate import Evaluator, correctness_judge
 from trainers.training.loop import LoopSettings, Trainer
 from trainers.training.model_io import load_policy
 from trainers.training.optim import adamw
-from trainers.training.policy import ValueHead, frozen_copy, model_device
+from trainers.training.policy import ValueHead, frozen_copy
 from trainers.training.sinks import RunDirSink, Sink
 from trainers.training.update import UpdateSettings
 
@@ -158,8 +158,7 @@ def build_trainer(
     run_dir.mkdir(parents=True, exist_ok=True)
     if model is None:
         model, tokenizer = load_config_policy(config)
-    device = "cuda" if config.model.device == "auto" and torch.cuda.is_available() else config.model.device
-    model.to("cpu" if device == "auto" else device)
+    model.to(resolve_device(config.model.device))
     backend = _backend(config, model, tokenizer)
     bindings = [binding.model_dump() for binding in config.tools]
     engine = RolloutEngine(
@@ -168,7 +167,7 @@ def build_trainer(
     )  # fmt: skip
     rollouts = _rollouts(config, engine, model, tokenizer, dispatcher)
     train_rows, eval_rows = _rows(config)
-    estimator = ESTIMATORS.get(config.algorithm.estimator)(**config.algorithm.estimator_kwargs())
+    estimator = config.algorithm.build()
     # the critic reads the policy's hidden states: on the policy's device
     value_head = (
         ValueHead(model.config.hidden_size).to(model_device(model)) if estimator.needs_values else None

@@ -121,6 +121,7 @@ def evaluate_config(
     import torch
 
     from trainers.backends.hf import HFBackend
+    from trainers.models.device import resolve_device
     from trainers.rewards import RewardContext
     from trainers.rollout.engine import RolloutEngine
     from trainers.training.data import read_rows
@@ -129,10 +130,7 @@ def evaluate_config(
 
     if model is None:
         model, tokenizer = load_policy(resolve_eval_model(config), tokenizer_path=config.model.tokenizer_path)
-        device = config.model.device
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        model.to(device)
+        model.to(resolve_device(config.model.device))
     elif tokenizer is None:
         raise ValueError("a live model needs its tokenizer")
     model.eval()

@@ -16,6 +16,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from trainers.backends.hf import cache_argument
+from trainers.models.device import model_device
 from trainers.training.prompt_sharing import (
     MIN_SHARED_PREFIX,
     common_prefix_length,
@@ -114,11 +115,6 @@ class ValueHead(nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.linear(hidden).squeeze(-1)
-
-
-def model_device(model: nn.Module) -> torch.device:
-    """Where the model's parameters are (ZeRO-3's partitioned parameters too): its inputs go there."""
-    return next(model.parameters()).device
 
 
 def response_hidden(

@@ -18,7 +18,8 @@ from torch import nn
 from trainers.losses.objective import PolicyLossConfig, policy_objective
 from trainers.losses.value import clipped_value_loss
 from trainers.metrics import keys
-from trainers.training.policy import PolicyOutput, TokenBatch, ValueHead, forward_policy, model_device
+from trainers.models.device import model_device
+from trainers.training.policy import PolicyOutput, TokenBatch, ValueHead, forward_policy
 
 
 @dataclass(frozen=True)

@@ -174,9 +174,5 @@ def dataset_row_at(*, version: DatasetVersion, index: int) -> DatasetRow | None:
     return version.rows.filter(index=index).first()
 
 
-def dataset_row_get(*, user, pk) -> DatasetRow:
-    return get_scoped_or_404(DatasetRow.objects.select_related("version__item"), user, pk)
-
-
 def dataset_upload_get(*, user, pk) -> DatasetUpload:
     return get_scoped_or_404(DatasetUpload.objects.select_related("job", "version__item"), user, pk)

@@ -1,8 +1,10 @@
 """Form fields generated from the trainers RunConfig JSON Schema, named by dotted config path.
 
-Scalars become typed inputs (with the schema's bounds, enums and descriptions); lists, maps and
-optional sections become JSON text areas. Errors from the trainers validation come back keyed by the
-same paths, so each lands on its own field (or on the nearest enclosing one).
+Scalars become typed inputs (with the schema's bounds, enums, defaults and descriptions); lists, maps
+and optional sections become JSON text areas. A discriminated union of sections (the advantage
+estimators' parameters) becomes a choice of its tag and the fields of all its cases, each saying which
+cases use it. Errors from the trainers validation come back keyed by the same paths, so each lands on
+its own field (or on the nearest enclosing one).
 """
 
 from __future__ import annotations
@@ -36,9 +38,28 @@ def _nullable(node: dict[str, Any], defs: dict[str, Any]) -> tuple[dict[str, Any
     return node, False
 
 
+def _merged_cases(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """One object with the union's tag as a choice and every case's properties, each described with the
+    tags of the cases that have it ("grpo, gigpo: ...")."""
+    tag, mapping = node["discriminator"]["propertyName"], node["discriminator"]["mapping"]
+    properties: dict[str, Any] = {}
+    users: dict[str, list[str]] = {}
+    for name, ref in mapping.items():
+        for key, prop in _resolve({"$ref": ref}, defs)["properties"].items():
+            properties.setdefault(key, prop)
+            users.setdefault(key, []).append(name)
+    described = properties[tag].get("description", "")
+    properties[tag] = {"type": "string", "enum": list(mapping), "description": described}
+    del users[tag]
+    for key, names in users.items():
+        described = properties[key].get("description", "")
+        properties[key] = {**properties[key], "description": f"{', '.join(names)}: {described}"}
+    return {"type": "object", "properties": properties}
+
+
 def _scalar_field(node: dict[str, Any], nullable: bool, label: str) -> forms.Field | None:
-    kind, help_text = node.get("type"), node.get("description", "")
-    common = {"label": label, "help_text": help_text, "required": not nullable}
+    kind, help_text, initial = node.get("type"), node.get("description", ""), node.get("default")
+    common = {"label": label, "help_text": help_text, "required": not nullable, "initial": initial}
     if "enum" in node:
         choices = [("", "—")] if nullable else []
         return forms.ChoiceField(choices=choices + [(v, v) for v in node["enum"]], **common)
@@ -47,7 +68,7 @@ def _scalar_field(node: dict[str, Any], nullable: bool, label: str) -> forms.Fie
     if kind == "number":
         return forms.FloatField(min_value=node.get("minimum"), max_value=node.get("maximum"), **common)
     if kind == "boolean":
-        return forms.BooleanField(label=label, help_text=help_text, required=False)
+        return forms.BooleanField(label=label, help_text=help_text, required=False, initial=initial)
     if kind == "string":
         return forms.CharField(**common)
     return None
@@ -79,6 +100,8 @@ def schema_fields(schema: dict[str, Any] | None = None) -> dict[str, forms.Field
 
     def walk(node: dict[str, Any], path: str) -> None:
         node, nullable = _nullable(_resolve(node, defs), defs)
+        if "discriminator" in node:
+            node = _merged_cases(node, defs)
         if node.get("type") == "object" and "properties" in node and not nullable:
             for name, child in node["properties"].items():
                 walk(child, f"{path}.{name}" if path else name)
@@ -92,13 +115,14 @@ def schema_fields(schema: dict[str, Any] | None = None) -> dict[str, forms.Field
     return fields
 
 
-def flatten(config: dict[str, Any], paths: list[str]) -> dict[str, Any]:
-    """Initial form values: the value at each path (None where the config lacks it)."""
+def flatten(config: dict[str, Any], fields: dict[str, forms.Field]) -> dict[str, Any]:
+    """Form values: the value at each field's path; where the config lacks the path (another estimator's
+    parameter, say), the field's initial value, its schema default."""
     out = {}
-    for path in paths:
+    for path, field in fields.items():
         node: Any = config
         for part in path.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
+            node = node.get(part, field.initial) if isinstance(node, dict) else field.initial
         out[path] = node
     return out
 

@@ -64,7 +64,7 @@ def config_from_yaml(text: str) -> dict[str, Any]:
 def posted_values(config: dict[str, Any], fields: dict[str, forms.Field]) -> dict[str, str]:
     """What the browser posts for `config` in these fields (an unticked box posts nothing)."""
     values = {}
-    for path, value in flatten(config, list(fields)).items():
+    for path, value in flatten(config, fields).items():
         field = fields[path]
         if isinstance(field, forms.JSONField):
             values[path] = json.dumps(value)

@@ -125,7 +125,7 @@ class RunForm(TeamScopedFormMixin, forms.Form):
         for path, text in OperatorBounds.from_settings().help_texts().items():
             self.fields[path].help_text = f"{self.fields[path].help_text}. {text}".lstrip(". ")
         if config is not None:
-            self.initial.update(flatten(config, list(self.config_fields)))
+            self.initial.update(flatten(config, self.config_fields))
 
     def _with_yaml(self, data: QueryDict) -> QueryDict:
         """The posted data with every config value (and the name, if given) taken from the pasted YAML."""
@@ -170,7 +170,7 @@ class RunForm(TeamScopedFormMixin, forms.Form):
     def sections(self) -> list[Section]:
         """The collapsed config sections (fields outside LEAD, by top-level key), then notes and tags."""
         values = self.current_values()
-        defaults = flatten(RunConfig().model_dump(mode="json"), list(self.config_fields))
+        defaults = flatten(RunConfig().model_dump(mode="json"), self.config_fields)
         paths: dict[str, list[str]] = {}
         for path in self.config_fields:
             if path not in self.LEAD:

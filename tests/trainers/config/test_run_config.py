@@ -49,7 +49,7 @@ def test_unknown_key_in_reused_sections_is_named():
         ({"template": {"name": "nope"}}, "template.name"),
         ({"tools": [{"name": "teleport"}]}, "tools.0.name"),
         ({"filters": [{"name": "zerotir_band", "low": 2}]}, "filters.0.low"),
-        ({"filters": [{"name": "magic"}]}, "filters.0"),
+        ({"filters": [{"name": "magic"}]}, "filters.0.name"),
         ({"rollout": {"samples_per_prompt": 0}}, "rollout.samples_per_prompt"),
     ],
 )

@@ -4,17 +4,26 @@ pastes back in."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 import yaml
 from django.urls import reverse
+from pydantic import Field
 
+from trainers.advantages import ESTIMATORS, AdvantageEstimator, EstimatorParams
+from trainers.advantages.base import outcome_result
 from trainers.config import PRESETS, RunConfig, load_config, preset_config
+from workbench.runs.config_form import schema_fields
 from workbench.runs.forms import RunForm
 from workbench.runs.models import Run
 
 from .test_runs_views import form_post
+
+# a run config the trainers stored before the estimators' parameters became a union (every one's, flat)
+STORED_FLAT = Path(__file__).parents[2] / "trainers" / "config" / "stored_config_flat_algorithm.json"
 
 URL = reverse("runs:create")
 
@@ -136,3 +145,53 @@ def test_yaml_copy_keeps_what_was_entered_after_an_error(client_for, member):
     form: RunForm = client_for(member).post(URL, form_post(config)).context["form"]
     copied = yaml.safe_load(form.config_yaml_out())
     assert copied["training"]["steps"] == 11 and copied["name"] == "r1"
+
+
+class FixedParams(EstimatorParams):
+    value: float = Field(1.0, description="the advantage of every policy token")
+
+
+class Fixed(AdvantageEstimator):
+    Params = FixedParams
+
+    def __init__(self, value: float = 1.0) -> None:
+        self.value = value
+
+    def compute(self, batch):
+        return outcome_result(batch.rewards.new_full(batch.rewards.shape, self.value), batch)
+
+
+def test_the_estimator_choices_and_their_fields_are_the_registered_estimators(monkeypatch):
+    monkeypatch.setattr(ESTIMATORS, "_items", dict(ESTIMATORS._items))  # registered for this test only
+    ESTIMATORS.register("fixed")(Fixed)
+    fields = schema_fields()
+    assert [value for value, _ in fields["algorithm.estimator"].choices] == ESTIMATORS.names()
+    for _, estimator in ESTIMATORS.items():
+        assert {f"algorithm.{name}" for name in estimator.Params.model_fields} <= set(fields)
+    assert fields["algorithm.value"].help_text == "fixed: the advantage of every policy token"
+    assert fields["algorithm.gamma"].help_text.startswith("ppo, reinforce_pp: ")
+
+
+def test_switching_the_estimator_in_the_form_stores_its_parameters(
+    client_for, member, prompts, django_capture_on_commit_callbacks
+):
+    data = form_post(RunConfig().model_dump(mode="json"), name="ppo", dataset_version=prompts.pk)
+    data["algorithm.estimator"], data["algorithm.gae_lambda"] = "ppo", "0.5"  # grpo's own are still posted
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client_for(member).post(URL, data)
+    assert response.status_code == 302, response.context["form"].errors
+    assert Run.objects.get().config["algorithm"] == {
+        "estimator": "ppo", "gamma": 1.0, "gae_lambda": 0.5, "whiten_advantages": True, "kl_in_reward": 0.0,
+    }  # fmt: skip
+
+
+def test_a_stored_flat_config_fills_the_form_and_launches(
+    client_for, member, prompts, django_capture_on_commit_callbacks
+):
+    stored = json.loads(STORED_FLAT.read_text(encoding="utf-8"))
+    form = RunForm(user=member, team=None, config=stored)
+    assert (form.initial["algorithm.estimator"], form.initial["algorithm.gigpo_omega"]) == ("ppo", 1.0)
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client_for(member).post(URL, form_post(stored, name="flat", dataset_version=prompts.pk))
+    assert response.status_code == 302, response.context["form"].errors
+    assert Run.objects.get().config["algorithm"]["gamma"] == 0.99

@@ -22,7 +22,7 @@ def form_post(config: dict, **identity) -> dict:
     """What the browser posts for `config`: one value per generated field, JSON for the JSON fields."""
     fields = schema_fields()
     data = {"name": "r1", "queue": "cpu", "notes": "", "tags": "", **identity}
-    for path, value in flatten(config, list(fields)).items():
+    for path, value in flatten(config, fields).items():
         if isinstance(fields[path], forms.JSONField):
             data[path] = json.dumps(value)
         elif isinstance(value, bool):
