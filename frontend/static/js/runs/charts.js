@@ -121,6 +121,20 @@ window.RunCharts = (() => {
     return rows;
   }
 
+  // The page's palette (app.css, light or dark as the reader's system asks) for a chart's layout.
+  function theme() {
+    const css = getComputedStyle(document.documentElement);
+    const color = (name) => css.getPropertyValue(name).trim();
+    const axis = { gridcolor: color("--grid"), zerolinecolor: color("--line"), linecolor: color("--line") };
+    return { paper_bgcolor: color("--card"), plot_bgcolor: color("--card"), font: { color: color("--fg") }, xaxis: axis, yaxis: axis };
+  }
+
+  // A layout with the page's palette under it: its axes keep their own settings.
+  function themed(layout) {
+    const { xaxis, yaxis, ...colors } = theme();
+    return { ...colors, ...layout, xaxis: { ...xaxis, ...layout.xaxis }, yaxis: { ...yaxis, ...layout.yaxis } };
+  }
+
   // Every chart has its legend, a single series too: a line alone says nothing of what it counts. Charts of
   // shares (0-1) say so on a fixed axis, so that 0 reads as 0%.
   function layout(chart, traces, shapes, range, width) {
@@ -128,12 +142,12 @@ window.RunCharts = (() => {
     const yaxis = chart.share ? { range: [-0.02, 1.02], autorange: false, tickformat: ".0%", title: { text: "share", standoff: 4 } } : {};
     const names = traces.filter((t) => t.showlegend !== false).map((t) => t.name);
     const height = 240 + 20 * legendRows(names, (width || 600) - 60);
-    return { title: { text: chart.title, font: { size: 13 } }, margin: { l: 48, r: 12, t: 32, b: 8 }, height, xaxis, yaxis, shapes, showlegend: true, legend: { orientation: "h", yref: "container", yanchor: "bottom", y: 0, x: 0 }, hovermode: "x unified" };
+    return themed({ title: { text: chart.title, font: { size: 13 } }, margin: { l: 48, r: 12, t: 32, b: 8 }, height, xaxis, yaxis, shapes, showlegend: true, legend: { orientation: "h", yref: "container", yanchor: "bottom", y: 0, x: 0 }, hovermode: "x unified" });
   }
 
   function buckets(element) {
     return Math.max(50, Math.min(1000, Math.round((element.clientWidth || 600) / 3)));
   }
 
-  return { resolve, traces, alertShapes, layout, buckets, text };
+  return { resolve, traces, alertShapes, layout, themed, buckets, text };
 })();
