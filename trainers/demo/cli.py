@@ -1,7 +1,8 @@
 """`python -m trainers demo --seed S --out DIR`: SFT then GRPO with a calculator; prints before/after.
 
 `--env frozenlake|sokoban --estimator grpo|gigpo` runs the multi-turn recipe instead (`--task` is the
-older spelling of `--env`; `--size 6` plays 6x6 lakes).
+older spelling of `--env`; `--size 6` plays 6x6 lakes). A progress bar per phase (SFT, RL, evaluation)
+goes to stderr when it is a terminal; `--no-progress` turns them off.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from trainers.demo.progress import Progress, quiet_libraries
 from trainers.demo.settings import DemoSettings, SettingsError
 
 ENVS = ["calculator", "frozenlake", "sokoban"]
@@ -22,6 +24,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="frozenlake or sokoban: the multi-turn recipe")  # fmt: skip
     parser.add_argument("--estimator", choices=["grpo", "gigpo"], help="multi-turn only (default gigpo)")
     parser.add_argument("--size", type=int, help="FrozenLake's side, 3 to 6 (default 4; recipes for 4 and 6)")
+    parser.add_argument("--no-progress", dest="progress", action="store_false",
+                        help="no progress bars (they show only when stderr is a terminal)")  # fmt: skip
     defaults = DemoSettings()
     for f in dataclasses.fields(DemoSettings):
         if f.name in ("seed",):
@@ -40,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_flags(args, ["estimator", "size"], "only to frozenlake and sokoban, not to the calculator demo")
     names = {f.name for f in dataclasses.fields(DemoSettings)}
     settings = DemoSettings(**{k: v for k, v in vars(args).items() if k in names and v is not None})
-    report = run_demo(settings, args.out)
+    report = run_demo(settings, args.out, progress(args))
     print(report.table())
     return 0
 
@@ -57,9 +61,15 @@ def run_multiturn(args: argparse.Namespace) -> int:
         refuse_flags(args, ["size"], "only to frozenlake (Sokoban rooms are 5x5)")
     given = {k: v for k, v in vars(args).items() if k in names and v is not None and k != "env"}
     game, settings = multiturn_recipe(args.env, args.size or 4, **given)
-    report = run_multiturn_demo(game, settings, args.out)
+    report = run_multiturn_demo(game, settings, args.out, progress(args))
     print(report.table())
     return 0
+
+
+def progress(args: argparse.Namespace) -> Progress:
+    """Our bars (unless --no-progress; only on a terminal), and none of the libraries' own."""
+    quiet_libraries()
+    return Progress(enabled=None if args.progress else False)
 
 
 def refuse_flags(args: argparse.Namespace, names: list[str], where: str) -> None:

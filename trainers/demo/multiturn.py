@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from trainers.config.loader import validate_config
+from trainers.demo.progress import Progress, evaluation_numbers, rl_sink
 from trainers.demo.settings import below, not_positive, not_shares, refuse, shared_problems
 from trainers.envs.base import Environment
+from trainers.metrics.keys import SFT_LOSS
 from trainers.tools.toolset import Toolset
 from trainers.trajectory import Trajectory
 
@@ -258,7 +260,10 @@ def limits(game: Game) -> dict[str, int]:
             "max_total_new_tokens": 32 * game.max_turns}  # fmt: skip
 
 
-def held_out_eval(game: Game, model: Any, tokenizer: Any, rows: list[dict], s: MultiTurnSettings) -> dict:
+def held_out_eval(
+    game: Game, model: Any, tokenizer: Any, rows: list[dict], s: MultiTurnSettings,
+    progress: Progress | None = None, name: str = "evaluation",
+) -> dict:  # fmt: skip
     from trainers.backends.hf import HFBackend
     from trainers.rollout.engine import RolloutEngine
     from trainers.rollout.limits import RolloutLimits
@@ -268,7 +273,9 @@ def held_out_eval(game: Game, model: Any, tokenizer: Any, rows: list[dict], s: M
         HFBackend(model, tokenizer), "qwen_tool", [game.binding()], RolloutLimits(**limits(game))
     )
     evaluator = Evaluator(engine, rows, success_judge(game), samples=s.eval_samples)
-    return evaluator.run(seed=10_000 + s.seed)
+    with (progress or Progress(enabled=False)).phase(name, evaluator.mode_count) as phase:
+        evaluator.on_mode = lambda mode, metrics: phase.advance(**evaluation_numbers(mode, metrics))
+        return evaluator.run(seed=10_000 + s.seed)
 
 
 def anchor_groups_per_step(path: Path) -> list[float]:
@@ -317,7 +324,9 @@ class MultiTurnSFT:
         return replace(self, model=model, tokenizer=tokenizer)
 
 
-def multiturn_sft(game: Game, s: MultiTurnSettings, out: Path) -> MultiTurnSFT:
+def multiturn_sft(
+    game: Game, s: MultiTurnSettings, out: Path, progress: Progress | None = None
+) -> MultiTurnSFT:
     """Experts, the tiny model, SFT and the held-out evaluation of the SFT policy."""
     import torch
 
@@ -341,14 +350,18 @@ def multiturn_sft(game: Game, s: MultiTurnSettings, out: Path) -> MultiTurnSFT:
                             num_kv_heads=1, isolated=game.symbols)  # fmt: skip
     model, tokenizer = load_policy(base)
     seconds = 0.0
-    for plays, steps in ((perfect, s.sft_perfect_steps), (records, s.sft_steps - s.sft_perfect_steps)):
-        if plays and steps > 0:
+    parts = [(plays, steps) for plays, steps in ((perfect, s.sft_perfect_steps),
+             (records, s.sft_steps - s.sft_perfect_steps)) if plays and steps > 0]  # fmt: skip
+    progress = progress or Progress(enabled=False)
+    with progress.phase("SFT", sum(steps for _, steps in parts)) as bar:
+        for plays, steps in parts:
             examples = render_experts(plays, template=template, tokenizer=tokenizer, tools=tools)
             seconds += sft_train(model, examples, pad_token_id=tokenizer.pad_token_id, steps=steps,
-                                 batch_size=16, lr=s.sft_lr, seed=s.seed).seconds  # fmt: skip
+                                 batch_size=16, lr=s.sft_lr, seed=s.seed,
+                                 on_step=lambda _, m: bar.advance(loss=m[SFT_LOSS])).seconds  # fmt: skip
     model.save_pretrained(out / "sft")
     tokenizer.save_pretrained(out / "sft")
-    before = held_out_eval(game, model, tokenizer, held_out, s)
+    before = held_out_eval(game, model, tokenizer, held_out, s, progress, "evaluation after SFT")
     train_path = out / "train.jsonl"
     train_path.write_text("".join(json.dumps(r) + "\n" for r in train), encoding="utf-8")
     return MultiTurnSFT(model, tokenizer, base, held_out, train_path, before, seconds, out / "sft")
@@ -356,18 +369,20 @@ def multiturn_sft(game: Game, s: MultiTurnSettings, out: Path) -> MultiTurnSFT:
 
 def multiturn_rl(
     game: Game, s: MultiTurnSettings, sft: MultiTurnSFT, out: Path, *,
-    name: str | None = None, overrides: dict[str, Any] | None = None,
+    name: str | None = None, overrides: dict[str, Any] | None = None, progress: Progress | None = None,
 ) -> MultiTurnReport:  # fmt: skip
     """RL from the SFT policy (trained in place) with `s.estimator` in out/<name or estimator>, then the
     held-out evaluation."""
     from trainers.training.run import run_config
 
+    progress = progress or Progress(enabled=False)
     run_dir = out / (name or s.estimator)
     config = rl_config(game, s, run_dir, sft.base, sft.train_path, overrides)
     start = time.perf_counter()
-    run_config(config, model=sft.model, tokenizer=sft.tokenizer)
+    with progress.phase("RL", config.training.steps) as phase:
+        run_config(config, model=sft.model, tokenizer=sft.tokenizer, sink=rl_sink(run_dir, phase))
     rl_seconds = time.perf_counter() - start
-    after = held_out_eval(game, sft.model, sft.tokenizer, sft.held_out, s)
+    after = held_out_eval(game, sft.model, sft.tokenizer, sft.held_out, s, progress, "evaluation after RL")
     report = MultiTurnReport(
         asdict(s), sft.before, after, sft.seconds, rl_seconds,
         curve=success_per_step(game, run_dir / "trajectories.jsonl"),
@@ -377,7 +392,10 @@ def multiturn_rl(
     return report
 
 
-def run_multiturn_demo(game: Game, s: MultiTurnSettings, out_dir: str | Path) -> MultiTurnReport:
-    """Experts, tiny model, SFT, held-out evaluation, RL, held-out evaluation; writes report.json."""
+def run_multiturn_demo(
+    game: Game, s: MultiTurnSettings, out_dir: str | Path, progress: Progress | None = None
+) -> MultiTurnReport:
+    """Experts, tiny model, SFT, held-out evaluation, RL, held-out evaluation; writes report.json.
+    `progress` shows each phase (by default nothing is shown)."""
     out = Path(out_dir)
-    return multiturn_rl(game, s, multiturn_sft(game, s, out), out)
+    return multiturn_rl(game, s, multiturn_sft(game, s, out, progress), out, progress=progress)

@@ -18,7 +18,9 @@ from trainers.config.loader import validate_config
 from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.demo.experts import make_experts, write_experts
 from trainers.demo.model import build_demo_model
+from trainers.demo.progress import Progress, evaluation_numbers, rl_sink
 from trainers.demo.settings import DemoSettings
+from trainers.metrics import keys
 from trainers.templates import TEMPLATES
 from trainers.tools.toolset import Toolset
 from trainers.training.checkpoint import load_model_weights
@@ -87,14 +89,19 @@ def rl_config(
     })  # fmt: skip
 
 
-def held_out_eval(model: Any, tokenizer: Any, rows: list[dict], settings: DemoSettings) -> dict[str, float]:
+def held_out_eval(
+    model: Any, tokenizer: Any, rows: list[dict], settings: DemoSettings, progress: Progress | None = None,
+    name: str = "evaluation",
+) -> dict[str, float]:  # fmt: skip
     from trainers.backends.hf import HFBackend
     from trainers.rollout.engine import RolloutEngine
     from trainers.rollout.limits import RolloutLimits
 
     engine = RolloutEngine(HFBackend(model, tokenizer), "qwen_tool", ["calculator"], RolloutLimits(**LIMITS))
     evaluator = Evaluator(engine, rows, correctness_judge("numeric"), samples=settings.eval_samples)
-    return evaluator.run(seed=10_000 + settings.seed)
+    with (progress or Progress(enabled=False)).phase(name, evaluator.mode_count) as phase:
+        evaluator.on_mode = lambda mode, metrics: phase.advance(**evaluation_numbers(mode, metrics))
+        return evaluator.run(seed=10_000 + settings.seed)
 
 
 @dataclass
@@ -109,7 +116,7 @@ class DemoSFT:
     steps: int
 
 
-def demo_sft(settings: DemoSettings, out: Path) -> DemoSFT:
+def demo_sft(settings: DemoSettings, out: Path, progress: Progress | None = None) -> DemoSFT:
     """Data, experts and the tiny model, then the two SFT phases (tool-only, then the whole mix)."""
     out.mkdir(parents=True, exist_ok=True)
     # The problems are the same for every seed; the seed changes the model, its SFT and RL.
@@ -127,35 +134,42 @@ def demo_sft(settings: DemoSettings, out: Path) -> DemoSFT:
     examples = render_experts(records, template=template, tokenizer=tokenizer, tools=tools)
     with_tool = [e for e, r in zip(examples, records, strict=True) if r["uses_tool"]]
     seconds, steps_done = 0.0, 0
-    for phase, steps in ((with_tool, settings.sft_tool_steps), (examples, settings.sft_steps)):
-        sft = sft_train(
-            model, phase, pad_token_id=tokenizer.pad_token_id, steps=steps, batch_size=settings.sft_batch,
-            lr=settings.sft_lr, decay=False, max_seconds=settings.sft_seconds, seed=settings.seed,
-        )  # fmt: skip
-        seconds, steps_done = seconds + sft.seconds, steps_done + sft.steps
+    total = settings.sft_tool_steps + settings.sft_steps
+    with (progress or Progress(enabled=False)).phase("SFT", total) as bar:
+        for part, steps in ((with_tool, settings.sft_tool_steps), (examples, settings.sft_steps)):
+            sft = sft_train(
+                model, part, pad_token_id=tokenizer.pad_token_id, steps=steps, batch_size=settings.sft_batch,
+                lr=settings.sft_lr, decay=False, max_seconds=settings.sft_seconds, seed=settings.seed,
+                on_step=lambda _, metrics: bar.advance(loss=metrics[keys.SFT_LOSS]),
+            )  # fmt: skip
+            seconds, steps_done = seconds + sft.seconds, steps_done + sft.steps
     model.save_pretrained(out / "sft")
     tokenizer.save_pretrained(out / "sft")
     return DemoSFT(model, tokenizer, data, held_out, seconds, steps_done)
 
 
-def run_demo(settings: DemoSettings, out_dir: str | Path) -> DemoReport:
-    """Build data and model, SFT, evaluate, GRPO, evaluate again on the held-out set; writes report.json."""
+def run_demo(settings: DemoSettings, out_dir: str | Path, progress: Progress | None = None) -> DemoReport:
+    """Build data and model, SFT, evaluate, GRPO, evaluate again on the held-out set; writes report.json.
+    `progress` shows each phase (by default nothing is shown)."""
+    progress = progress or Progress(enabled=False)
     if settings.threads:
         torch.set_num_threads(settings.threads)
     out = Path(out_dir)
-    sft = demo_sft(settings, out)
+    sft = demo_sft(settings, out, progress)
     model, tokenizer = sft.model, sft.tokenizer
     rows = [p.row() for p in sft.held_out]
-    before = held_out_eval(model, tokenizer, rows, settings)
+    before = held_out_eval(model, tokenizer, rows, settings, progress, "evaluation after SFT")
     start = time.perf_counter()
     config = rl_config(settings, out, out / "sft", sft.data)
-    result = run_config(config, model=model, tokenizer=tokenizer)
+    with progress.phase("RL", settings.rl_steps) as phase:
+        sink = rl_sink(Path(config.output_dir), phase)
+        result = run_config(config, model=model, tokenizer=tokenizer, sink=sink)
     best_step = None
     if result.best:  # RL at a fixed lr can erode copying late: keep the best validation step
         best_step = int(result.best["step"])
         load_model_weights(model, Path(config.output_dir) / "checkpoints" / "best")
     rl_seconds = time.perf_counter() - start
-    after = held_out_eval(model, tokenizer, rows, settings)
+    after = held_out_eval(model, tokenizer, rows, settings, progress, "evaluation after RL")
     report = DemoReport(
         asdict(settings), before, after, sft.seconds, rl_seconds, sft.steps, result.steps_done, best_step
     )

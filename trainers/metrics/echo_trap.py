@@ -11,7 +11,12 @@ most `reward_tolerance` (and `reward_tolerance_rel` of its size) since the rule'
 (smoothed reward lost half of its best, and at least `reward_fall_min`: a run falling apart, which a
 policy whose entropy was already low does without the std and entropy signs); and `echo_trap` when
 the std collapse coincides with an entropy drop or a grad spike within `coincidence_window` steps.
-Each rule fires when its condition becomes true and re-arms when it is false again.
+Apart from the trap, `no_signal`: at least `no_signal_frac` of the groups had equal rewards on each of
+`no_signal_steps` steps in a row, so their advantages were zero and the update learnt nothing from them,
+while smoothed reward has gained at most `reward_tolerance` since the run's first steps (a policy that
+learned until its groups agree has converged; one that never learned, or lost it all, is stuck).
+Each rule fires when its condition becomes true and re-arms when it is false again. Every message
+quotes the numbers, then says in plain words what they mean.
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ class EchoTrapConfig(BaseModel):
     entropy_key: str = Field(keys.LOSS_ENTROPY, description="series of policy entropy")
     grad_norm_key: str = Field(keys.LOSS_GRAD_NORM, description="series of gradient norm")
     reward_key: str = Field(keys.REWARD_MEAN, description="reward series, quoted in the evidence")
+    zero_variance_key: str = Field(
+        keys.REWARD_ZERO_VARIANCE_FRAC, description="series of the fraction of groups with equal rewards"
+    )
     warmup_steps: int = Field(5, ge=1, description="points a series needs before its rule may fire")
     smoothing: int = Field(3, ge=1, description="rolling-mean window applied to std and entropy")
     std_collapse_ratio: float = Field(0.3, gt=0, lt=1, description="alert when std < ratio * running peak")
@@ -67,6 +75,10 @@ class EchoTrapConfig(BaseModel):
         description="the least fall of smoothed reward that alerts, in reward units: noise on small"
         " rewards is not a fall",
     )
+    no_signal_frac: float = Field(
+        0.8, gt=0, le=1, description="alert when at least this fraction of groups had equal rewards"
+    )
+    no_signal_steps: int = Field(5, ge=1, description="... on this many steps in a row")
     isolated_grad_spikes: bool = Field(
         False,
         description="also alert on grad spikes with no std or entropy signal near (small batches spike)",
@@ -76,7 +88,7 @@ class EchoTrapConfig(BaseModel):
 @dataclass
 class Alert:
     step: int  # where the rule fired
-    rule: str  # std_collapse | entropy_drop | grad_spike | echo_trap
+    rule: str  # std_collapse | entropy_drop | reward_fall | grad_spike | echo_trap | no_signal
     severity: Severity
     message: str  # the evidence in words, numbers included
     evidence: dict[str, float] = field(default_factory=dict)
@@ -144,7 +156,7 @@ class EchoTrapDetector:
         """Add this step's points; a rule is judged only when its own series got a new point."""
         cfg = self.config
         fresh = set()
-        for key in (cfg.std_key, cfg.entropy_key, cfg.grad_norm_key, cfg.reward_key):
+        for key in (cfg.std_key, cfg.entropy_key, cfg.grad_norm_key, cfg.reward_key, cfg.zero_variance_key):
             value = metrics.get(key)
             if value is not None and math.isfinite(value):
                 self.series.setdefault(key, _Series()).add(step, float(value), cfg.smoothing)
@@ -154,6 +166,7 @@ class EchoTrapDetector:
             ("std_collapse", cfg.std_key, self._std_collapse),
             ("entropy_drop", cfg.entropy_key, self._entropy_drop),
             ("reward_fall", cfg.reward_key, self._reward_fall),
+            ("no_signal", cfg.zero_variance_key, self._no_signal),
         ):
             if key in fresh:
                 alerts += self._transition(rule, step, check(step, self.series[key]))
@@ -208,13 +221,13 @@ class EchoTrapDetector:
             return None
         fraction = value / s.peak
         evidence = {"value": value, "peak": s.peak, "peak_step": s.peak_step, "fraction_of_peak": fraction}
-        message = (
-            f"within-group reward std fell to {fraction:.0%} of its peak {s.peak:.3g} "
-            f"(step {s.peak_step}) at step {step}"
-        )
         evidence.update(reward)
-        if reward:
-            message += f"; reward mean {reward['reward_mean']:.3g}, {reward['reward_at_reference']:.3g} then"
+        message = (
+            f"Within-group reward std fell to {fraction:.0%} of its peak, from {s.peak:.3g} at step "
+            f"{s.peak_step} to {value:.3g} at step {step}{_while_reward(reward, s.peak_step, step)}: the "
+            "samples of a prompt are growing alike without scoring better, so GRPO has less to compare"
+            " (the echo trap's first sign)."
+        )
         return Alert(step, "std_collapse", "warning", message, evidence, s.peak_step)
 
     def _entropy_drop(self, step: int, s: _Series) -> Alert | None:
@@ -235,9 +248,11 @@ class EchoTrapDetector:
             return None
         drop = 1.0 - value / reference
         evidence = {"value": value, "reference": reference, "drop": drop, **reward}
-        message = f"entropy fell {drop:.0%} from {reference:.3g} to {value:.3g} at step {step}"
-        if reward:
-            message += f"; reward mean {reward['reward_mean']:.3g}, {reward['reward_at_reference']:.3g} then"
+        message = (
+            f"Policy entropy fell {drop:.0%}, from {reference:.3g} at step {ref_step} to {value:.3g} at step "
+            f"{step}{_while_reward(reward, reward_step, step)}: the policy is growing sure of its answers"
+            " without them scoring better, so it explores less."
+        )
         return Alert(step, "entropy_drop", "warning", message, evidence, ref_step)
 
     def _reward_fall(self, step: int, s: _Series) -> Alert | None:
@@ -249,9 +264,35 @@ class EchoTrapDetector:
             return None
         evidence = {"value": value, "peak": s.peak, "peak_step": s.peak_step, "fall": fall}
         message = (
-            f"reward mean fell to {value:.3g} from its best {s.peak:.3g} (step {s.peak_step}) at step {step}"
+            f"Reward mean fell from its best {s.peak:.3g} at step {s.peak_step} to {value:.3g} at step {step}"
+            f" ({_steps(step - s.peak_step)}, smoothed over {cfg.smoothing}): the policy is getting worse at"
+            " the task; the checkpoint near its best step may be the one to keep."
         )
         return Alert(step, "reward_fall", "warning", message, evidence, s.peak_step)
+
+    def _no_signal(self, step: int, s: _Series) -> Alert | None:
+        cfg = self.config
+        recent = s.points[-cfg.no_signal_steps :]
+        if len(recent) < cfg.no_signal_steps or any(v < cfg.no_signal_frac for _, v in recent):
+            return None
+        reward = self.series.get(cfg.reward_key)
+        start = reward.smoothed[min(cfg.smoothing, len(reward.smoothed)) - 1] if reward is not None else None
+        if reward is not None and reward.smoothed[-1] - start > cfg.reward_tolerance:
+            return None  # it learned: its groups agree because it got good, not because it is stuck
+        first, least = recent[0][0], min(v for _, v in recent)
+        evidence = {"zero_variance_frac": least, "steps": float(len(recent))}
+        groups = "Every group" if least >= 1 else f"{least:.0%} or more of the groups"
+        message = (
+            f"{groups} had equal rewards on every step from {first} to {step}: their advantages are"
+            " zero, so the policy learns nothing from them."
+        )
+        if reward is not None:
+            evidence["reward_mean"] = mean = reward.points[-1][1]
+            message += (
+                f" Reward mean is {mean:.3g}: if every sample fails, the task is too hard for the model or"
+                " the reward never fires; if every sample succeeds, nothing is left to learn."
+            )
+        return Alert(step, "no_signal", "warning", message, evidence, first)
 
     def _grad_spike(self, step: int, s: _Series) -> Alert | None:
         cfg = self.config
@@ -262,7 +303,10 @@ class EchoTrapDetector:
         if median <= 0 or value <= cfg.grad_spike_factor * median:
             return None
         evidence = {"value": value, "median": median, "factor": value / median}
-        message = f"grad norm spiked to {value:.3g}, {value / median:.1f}x its rolling median {median:.3g}"
+        message = (
+            f"Gradient norm spiked to {value:.3g} at step {step}, {value / median:.1f}x its recent median"
+            f" {median:.3g}: one update was far larger than usual, which can knock the policy off course."
+        )
         return Alert(step, "grad_spike", "warning", message, evidence, step)
 
     def _reward_since(self, ref_step: int) -> dict[str, float] | None:
@@ -290,7 +334,10 @@ class EchoTrapDetector:
         evidence = {f"std_{k}": v for k, v in collapse.evidence.items()}
         for rule, alert in partners.items():
             evidence.update({f"{rule}_{k}": v for k, v in alert.evidence.items()})
-        message = "echo trap: " + "; while ".join(parts)
+        message = (
+            "Echo trap: the policy is collapsing onto a few repeated answers that no longer improve"
+            " (RAGEN). " + " ".join(parts)
+        )
         return Alert(step, "echo_trap", "critical", message, evidence, collapse.start_step)
 
     # --- bookkeeping ------------------------------------------------------------------------------
@@ -312,3 +359,19 @@ class EchoTrapDetector:
             return []
         self.last_fired[rule] = step
         return [alert]
+
+
+def _steps(count: int) -> str:
+    return f"{count} step" if count == 1 else f"{count} steps"
+
+
+def _while_reward(reward: Mapping[str, float], ref_step: int, step: int) -> str:
+    """How smoothed reward moved between the rule's reference step and now, as a clause; empty without it."""
+    if not reward:
+        return ""
+    then, now = reward["reward_at_reference"], reward["reward_mean"]
+    over = _steps(step - ref_step)
+    if round(then, 3) == round(now, 3):
+        return f", while reward mean stayed at {now:.3g} over {over}"
+    verb = "rose" if now > then else "fell"
+    return f", while reward mean {verb} from {then:.3g} to {now:.3g} over {over}"

@@ -18,7 +18,7 @@ TURNS = "rollout/turns"  # mean assistant turns per trajectory
 TRUNCATED_FRAC = "rollout/truncated_frac"  # trajectories that stopped at the length limit
 TOOL_CALLS_PER_TRAJ = "tools/calls_per_traj"
 TOOL_CALLS_PREFIX = "tools/calls/"  # tools/calls/<tool>: mean calls of that tool per trajectory
-TOOL_SUCCESS_RATE = "tools/success_rate"  # ok results / all results; absent when no tool was called
+TOOL_SUCCESS_RATE = "tools/success_rate"  # ok results / (results + malformed calls); absent without calls
 TOOL_PARSE_ERROR_RATE = "tools/parse_error_rate"  # malformed calls / all calls
 FILTERED_FRAC = "filter/filtered_frac"  # groups dropped by the filters
 

@@ -47,7 +47,9 @@ def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
 
 
 def tool_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
-    """Calls per trajectory (all and by tool); success and parse-error rates only when there were calls."""
+    """Calls per trajectory (all and by tool); success and parse-error rates only when there were calls.
+    Success is a share of every call, malformed ones included: a step whose calls all failed to parse
+    succeeded on none of them (0.0), it is not left out."""
     out = {keys.TOOL_CALLS_PER_TRAJ: _mean(t.num_tool_calls for t in trajectories)}
     by_tool: dict[str, int] = {}
     for t in trajectories:
@@ -56,11 +58,12 @@ def tool_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     for name, count in sorted(by_tool.items()):
         out[keys.tool_calls_key(name)] = count / len(trajectories)
     executed = [r for t in trajectories for r in t.tool_results if r.executed]
-    if executed:
-        out[keys.TOOL_SUCCESS_RATE] = _mean(float(r.ok) for r in executed)
     calls = [c for t in trajectories for c in t.tool_calls]
+    malformed = sum(c.parse_error is not None for c in calls)
+    if executed or malformed:
+        out[keys.TOOL_SUCCESS_RATE] = sum(r.ok for r in executed) / (len(executed) + malformed)
     if calls:
-        out[keys.TOOL_PARSE_ERROR_RATE] = _mean(float(c.parse_error is not None) for c in calls)
+        out[keys.TOOL_PARSE_ERROR_RATE] = malformed / len(calls)
     return out
 
 

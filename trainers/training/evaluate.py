@@ -74,6 +74,11 @@ class Evaluator:
     samples: int = 4  # k for pass@k at temperature 1
     temperature: float = 1.0
     greedy: bool = True
+    on_mode: Callable[[str, dict[str, float]], None] | None = None  # after each mode: its name, metrics
+
+    @property
+    def mode_count(self) -> int:
+        return 2 if self.greedy else 1
 
     def run(self, seed: int = 0) -> dict[str, float]:
         """`greedy/...` and `sampled/...` metrics; both use the engine's template, tools and limits."""
@@ -86,8 +91,10 @@ class Evaluator:
             for name, sampling, k in modes:
                 self.engine.sampling = sampling
                 trajectories = self.engine.run(self.rows, k, seed=seed)
-                for key, value in summarise(trajectories, self.is_correct, k).items():
-                    results[f"{name}/{key}"] = value
+                metrics = summarise(trajectories, self.is_correct, k)
+                results.update({f"{name}/{key}": value for key, value in metrics.items()})
+                if self.on_mode is not None:
+                    self.on_mode(name, metrics)
         finally:
             self.engine.sampling = saved
         return results

@@ -155,7 +155,7 @@ def dataset_upload_process(*, upload_id: int) -> DatasetUpload:
     if report.error_count:
         return _upload_fail(upload=upload, report=report)
     upload.status = UploadStatus.DONE
-    message = f"Stored {report.rows} rows as version {upload.version.number}"
+    message = f"Stored {report.rows} row{'' if report.rows == 1 else 's'} as version {upload.version.number}"
     with transaction.atomic():  # whoever sees the upload done sees its job done
         upload.save(update_fields=["status", "version"])
         if job_id:

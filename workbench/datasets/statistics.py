@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,11 @@ class _Running:
         return {"min": self.low, "max": self.high, "mean": self.mean}
 
 
+def _as_text(value: Any) -> str:
+    """Text as it is; any other value as the JSON it was read from (a list reads ["x"], not ['x'])."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
 @dataclass
 class _FieldStats:
     present: int = 0
@@ -63,7 +69,7 @@ class _FieldStats:
         kind = json_type(value)
         self.types[kind] = self.types.get(kind, 0) + 1
         if self.example is None and value not in (None, "", [], {}):
-            self.example = str(value)[:EXAMPLE_CHARS]
+            self.example = _as_text(value)[:EXAMPLE_CHARS]
         if kind == "number" or (kind == "integer" and value.bit_length() <= _FLOAT_MAX_BITS):
             self.numeric.add(float(value))
         elif kind in ("string", "array", "object"):

@@ -95,7 +95,11 @@ def test_reward_fall_alerts_once_smoothed_reward_lost_half_its_best():
     assert [(a.step, a.rule) for a in alerts] == [(9, "reward_fall")]
     assert alerts[0].evidence["peak"] == pytest.approx(0.4)
     assert alerts[0].evidence["fall"] == pytest.approx(0.4 - 0.4 / 3)  # best - (0.3 + 0.1 + 0.0) / 3
-    assert "fell to 0.133 from its best 0.4" in alerts[0].message
+    assert alerts[0].message.startswith(
+        # the peak at step 3: (0.4 + 0.4 + 0.4) / 3 rounds a hair above 0.4
+        "Reward mean fell from its best 0.4 at step 3 to 0.133 at step 9 (6 steps, smoothed over 3):"
+        " the policy is getting worse"
+    )
 
 
 def test_reward_fall_ignores_noise_on_small_rewards():
@@ -114,7 +118,67 @@ def test_std_collapse_evidence_has_the_numbers():
         alert.evidence["value"] / alert.evidence["fraction_of_peak"]
     )
     assert alert.start_step == alert.evidence["peak_step"] < 40
-    assert "% of its peak" in alert.message and f"at step {alert.step}" in alert.message
+    peak, reward = alert.evidence, alert.evidence["reward_mean"]
+    assert f"of its peak, from {peak['peak']:.3g} at step {peak['peak_step']}" in alert.message
+    assert f"at step {alert.step}, while reward mean" in alert.message
+    assert f"to {reward:.3g} over" in alert.message
+    assert alert.message.endswith("so GRPO has less to compare (the echo trap's first sign).")
+
+
+def test_every_message_says_what_the_numbers_mean():
+    """Each rule's message quotes its evidence, then (after a colon) what it means, as a sentence."""
+    alerts = EchoTrapDetector().detect(collapsing())
+    assert {"std_collapse", "entropy_drop", "grad_spike", "echo_trap"} <= set(rules(alerts))
+    for alert in alerts:
+        assert alert.message[0].isupper() and alert.message.endswith("."), alert.message
+        assert ": " in alert.message and " then" not in alert.message, alert.message
+
+
+def stuck(frac, steps, reward=0.0):
+    """A run whose groups mostly score alike: `frac` of them with zero reward variance on every step."""
+    return {
+        keys.REWARD_ZERO_VARIANCE_FRAC: [(s, frac) for s in range(1, steps + 1)],
+        keys.REWARD_MEAN: [(s, reward) for s in range(1, steps + 1)],
+    }
+
+
+def test_no_learning_signal_alerts_once_after_n_steps_of_mostly_equal_groups():
+    alerts = EchoTrapDetector().detect(stuck(1.0, 20))
+    assert [(a.rule, a.step, a.start_step, a.severity) for a in alerts] == [("no_signal", 5, 1, "warning")]
+    assert alerts[0].evidence == {"zero_variance_frac": 1.0, "steps": 5.0, "reward_mean": 0.0}
+    assert alerts[0].message.startswith(
+        "Every group had equal rewards on every step from 1 to 5: their advantages are zero, so the policy"
+        " learns nothing from them. Reward mean is 0: if every sample fails"
+    )
+    # 85% of the groups is "most" (the default threshold is 80%), named as a share
+    assert "85% or more of the groups" in EchoTrapDetector().detect(stuck(0.85, 5))[0].message
+
+
+def test_a_policy_that_learned_until_its_groups_agree_has_converged_not_lost_its_signal():
+    """Reward rose from 0.3 to 1.0, then every group scores alike: no alert. The same agreement after a
+    fall back to where it started (every sample failing) is flagged."""
+    rewards = [0.3] * 5 + [0.3 + 0.07 * i for i in range(1, 11)] + [1.0] * 15
+    fracs = [0.2] * 15 + [1.0] * 15
+    learned = {
+        keys.REWARD_MEAN: list(enumerate(rewards, start=1)),
+        keys.REWARD_ZERO_VARIANCE_FRAC: list(enumerate(fracs, start=1)),
+    }
+    assert EchoTrapDetector().detect(learned) == []
+    fell = {**learned, keys.REWARD_MEAN: list(enumerate(rewards[:15] + [0.0] * 15, start=1))}
+    assert [(a.rule, a.step) for a in EchoTrapDetector().detect(fell)] == [
+        ("reward_fall", 17),
+        ("no_signal", 20),
+    ]
+
+
+def test_no_learning_signal_needs_n_steps_in_a_row_and_re_arms():
+    fracs = [1.0] * 4 + [0.5] + [1.0] * 4 + [0.3] + [0.9] * 6
+    series = {keys.REWARD_ZERO_VARIANCE_FRAC: list(enumerate(fracs, start=1))}
+    assert [(a.rule, a.step) for a in EchoTrapDetector().detect(series)] == [("no_signal", 15)]
+    assert EchoTrapDetector().detect(stuck(0.7, 30)) == []  # most groups still learn something
+    strict = EchoTrapDetector(EchoTrapConfig(no_signal_frac=0.95, no_signal_steps=2))
+    assert strict.detect(stuck(0.9, 30)) == []
+    assert [a.step for a in EchoTrapDetector(EchoTrapConfig(no_signal_steps=2)).detect(stuck(0.9, 30))] == [2]
 
 
 def test_sharpening_while_reward_rises_raises_no_alert():

@@ -77,7 +77,8 @@ def test_tool_metrics():
     assert m[keys.TOOL_CALLS_PER_TRAJ] == pytest.approx(0.75)  # (2 + 0 + 1 + 0) / 4
     assert m["tools/calls/calculator"] == pytest.approx(0.5)
     assert m["tools/calls/search"] == pytest.approx(0.25)
-    assert m[keys.TOOL_SUCCESS_RATE] == pytest.approx(0.5)  # executed: calculator ok, calculator failed
+    # of the three calls: calculator ok, calculator failed, search malformed (not run)
+    assert m[keys.TOOL_SUCCESS_RATE] == pytest.approx(1 / 3)
     assert m[keys.TOOL_PARSE_ERROR_RATE] == pytest.approx(1 / 3)
 
 
@@ -86,6 +87,11 @@ def test_malformed_call_without_a_name_is_counted_under_a_named_series():
     m = compute_step_metrics([traj("u", "g", 0.0, {}, [assistant(3, calls=[unnamed])])])
     assert m[keys.tool_calls_key("")] == 1.0
     assert keys.tool_calls_key("") == "tools/calls/(no name)"  # not the bare prefix, an unnamed series
+
+
+def test_a_step_whose_calls_all_failed_to_parse_succeeded_on_none():
+    m = compute_step_metrics([traj("u", "g", 0.0, {}, [assistant(3, calls=[BAD, BAD])])])
+    assert (m[keys.TOOL_SUCCESS_RATE], m[keys.TOOL_PARSE_ERROR_RATE]) == (0.0, 1.0)
 
 
 def test_rates_absent_without_tool_calls_and_filtered_frac_passed_through():

@@ -134,4 +134,5 @@ def test_every_collapse_of_a_prompt_dependent_reward_is_flagged_by_the_step_afte
         # with the CPU's kernels, so 'scored' is four times the collapsed level, not a tuned value
         assert max(run.rewards.values()) >= 4 * COLLAPSED, run.rewards
         assert run.alerts and run.alerts[0]["step"] <= run.collapsed + 1, (run.alerts[:1], run.rewards)
-        assert run.alerts[0]["rule"] in ("std_collapse", "entropy_drop", "reward_fall")
+        # no_signal: most groups all scoring alike (every sample 0) with no gain since the start
+        assert run.alerts[0]["rule"] in ("std_collapse", "entropy_drop", "reward_fall", "no_signal")

@@ -26,3 +26,11 @@ def test_booleans_are_not_numbers():
     stats = FieldStatistics()
     stats.add({"ok": True})
     assert stats.result()["fields"]["ok"]["numeric"] is None
+
+
+def test_examples_of_lists_and_objects_are_json_not_python():
+    stats = FieldStatistics()
+    stats.add({"tool_calls": [{"name": "calculator", "ok": True, "note": None}], "answer": 4})
+    fields = stats.result()["fields"]
+    assert fields["tool_calls"]["example"] == '[{"name": "calculator", "ok": true, "note": null}]'
+    assert fields["answer"]["example"] == "4"

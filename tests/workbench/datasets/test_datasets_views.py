@@ -63,7 +63,8 @@ def test_detail_shows_preview_statistics_and_split_partial(client_for, member, d
     body = client.get(dataset.get_absolute_url()).content.decode()
     assert 'id="row-count">5<' in body and "4 + 1?" in body and "<code>prompt</code>" in body
     rows = client.get(f"/datasets/{dataset.pk}/v/1/rows/?split=eval").content.decode()
-    assert "of the eval split of v1" in rows
+    assert "No rows in the eval split." in rows and "The first 0" not in rows  # the dataset has no eval rows
+    assert 'aria-pressed="true">Eval</button>' in rows
 
 
 def test_user_text_is_escaped_everywhere(client_for, team, member, upload_file):

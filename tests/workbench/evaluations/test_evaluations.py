@@ -260,3 +260,17 @@ def test_the_tiny_model_and_a_directory_under_the_model_roots_are_evaluated(
             == "succeeded"
         )
         assert evaluation.trajectories.count() == 1
+
+
+def test_whole_counts_read_as_whole_numbers_on_the_evaluation_and_the_leaderboard(
+    client_for, member, team, checkpoint, prompts
+):
+    """Counts are stored as floats with the metrics (problems 10.0): the pages write 10, not 10.0000;
+    a share keeps its decimals."""
+    evaluation = _finished(team, member, checkpoint, prompts, accuracy=0.25, problems=10.0, samples=2.0)
+    client = client_for(member)
+    body = client.get(evaluation.get_absolute_url()).content.decode()
+    assert '<dd data-metric="problems">10</dd>' in body and '<dd data-metric="samples">2</dd>' in body
+    assert '<dd data-metric="accuracy">0.2500</dd>' in body
+    board = client.get(reverse("evaluations:leaderboard", args=[prompts.pk])).content.decode()
+    assert "<td>10</td>" in board and "10.000" not in board and "<td>0.250</td>" in board

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.urls import reverse
+
 from workbench.runs.alerts import run_alerts_detect
 from workbench.runs.ingest import metrics_ingest
 
@@ -48,3 +50,20 @@ def test_disabled_detector_stores_nothing(run):
     run.save()
     store(run, 60, collapse_at=30)
     assert run_alerts_detect(run=run) == []
+
+
+def test_a_run_with_no_learning_signal_is_flagged_in_plain_words(run, client_for, member):
+    """Every group scored alike for the whole run (reward 0 everywhere): one `no_signal` alert, five steps
+    in, whose words say what it means; the run's page shows it."""
+    points = []
+    for step in range(1, 31):
+        points += [(step, "reward/zero_variance_frac", 1.0), (step, "reward/mean", 0.0)]
+    metrics_ingest(run_id=run.pk, points=points)
+    alerts = run_alerts_detect(run=run)
+    assert [(a.rule, a.step, a.start_step) for a in alerts] == [("no_signal", 5, 1)]
+    assert alerts[0].message.startswith(
+        "Every group had equal rewards on every step from 1 to 5: their advantages are zero, so the policy"
+        " learns nothing from them. Reward mean is 0"
+    )
+    page = client_for(member).get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert "no_signal" in page and "so the policy learns nothing from them" in page

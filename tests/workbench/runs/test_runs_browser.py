@@ -125,3 +125,31 @@ def test_hostile_run_names_stay_text_in_lists_charts_and_compare(page, login, me
     expect(page.locator("#compare-chart .main-svg").first).to_be_visible()
     assert page.evaluate("window.hacked === undefined")
     assert page_errors == []
+
+
+def test_cancel_asks_first_and_a_no_leaves_the_run_alone(page, login, member, live_run):
+    """Cancel is one click from the charts: it asks, names the run, and only a yes cancels it."""
+    questions: list[str] = []
+    answer = {"yes": False}
+    cancel_url = f"/runs/{live_run.pk}/cancel/"
+    sent: list[str] = []
+
+    def reply(dialog) -> None:
+        questions.append(dialog.message)
+        dialog.accept() if answer["yes"] else dialog.dismiss()
+
+    page.on("dialog", reply)
+    page.on("request", lambda request: sent.append(request.url) if request.url.endswith(cancel_url) else None)
+    login(member)
+    page.goto(live_run.get_absolute_url())
+    page.locator("#cancel-run").click()
+    assert len(questions) == 1 and f"Cancel the run “{live_run.name}”?" in questions[0], questions
+    expect(page.locator("#cancel-run")).to_be_visible()
+
+    answer["yes"] = True
+    with page.expect_response(lambda response: response.url.endswith(cancel_url)):
+        page.locator("#cancel-run").click()
+    expect(page.locator("#run-status")).to_contain_text("cancelling")
+    assert len(questions) == 2 and len(sent) == 1  # the "no" sent nothing: the one request is the "yes"
+    live_run.refresh_from_db()
+    assert live_run.cancel_requested

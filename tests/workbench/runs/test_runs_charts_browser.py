@@ -117,3 +117,63 @@ def test_a_series_with_a_single_point_is_drawn(page, login, member, run, console
     assert_every_chart_drawn(page, 2)
     expect(page.locator("#chart-eval .scatterlayer .trace .points path")).to_have_count(1)
     assert console_log.problems == []
+
+
+EVAL_NAMES = {  # what an evaluation logs per mode, and a typical value: shares, counts, a length
+    "accuracy": 0.4, "pass@1": 0.4, "answered_rate": 0.9, "tool_call_rate": 1.0, "failed_call_rate": 0.2,
+    "tool_calls_per_traj": 1.3, "tool_calls_per_solved": 2.5, "failed_calls_per_traj": 0.3,
+    "tool_productivity": 0.4, "response_length": 150.0,
+}  # fmt: skip
+
+# Per chart: its trace names, its legend's entries, and whether each entry lies inside the chart's box.
+LEGENDS = """() => [...document.querySelectorAll('.js-plotly-plot')].map((div) => {
+  const box = div.getBoundingClientRect();
+  const entries = [...div.querySelectorAll('.legend .traces')].map((g) => g.getBoundingClientRect());
+  return {
+    id: div.id,
+    names: div.data.filter((t) => t.showlegend !== false).map((t) => t.name),
+    legend: [...div.querySelectorAll('.legend .legendtext')].map((t) => t.textContent),
+    inside: entries.every((r) => r.top >= box.top && r.bottom <= box.bottom && r.right <= box.right + 1),
+    y: div.data.flatMap((t) => t.y),
+    yrange: div.layout.yaxis.range || null,
+  };
+})"""
+
+
+def test_tool_and_evaluation_charts_name_their_series_and_keep_shares_apart(page, login, member, run):
+    """A run whose every call failed to parse: its tool chart shows success at 0 beside parse errors at
+    1, both named in a legend on a 0-100% axis (a lone parse-error line at 1.0 read as 100% success);
+    unnamed calls are named; the evaluation's shares, tool-call counts and lengths get charts of their
+    own; every chart has a legend, and no legend is clipped, the 20 evaluation series included."""
+    points = []
+    for step in range(1, 21):
+        points += [(step, "reward/mean", 0.0), (step, "tools/calls_per_traj", 1.0)]
+        points += [(step, "tools/calls/(no name)", 1.0), (step, "tools/parse_error_rate", 1.0)]
+        points += [(step, "tools/success_rate", 0.0)]
+        points += [
+            (step, f"eval/{mode}/{name}", v)
+            for mode in ("greedy", "sampled")
+            for name, v in EVAL_NAMES.items()
+        ]
+    metrics_ingest(run_id=run.pk, points=points)
+    login(member)
+    page.goto(run.get_absolute_url())
+    assert_every_chart_drawn(page, dashboard_chart_count(page))
+    charts = {chart["id"]: chart for chart in page.evaluate(LEGENDS)}
+    for chart in charts.values():
+        assert chart["legend"] == chart["names"], chart["id"]  # every chart has its legend, one series too
+        assert chart["inside"], f"{chart['id']}: a legend entry lies outside the chart"
+    success = charts["chart-tool-success"]
+    assert success["names"] == success["legend"] == ["succeeded", "failed to parse"]
+    assert success["yrange"] == [-0.02, 1.02]
+    expect(page.locator("#chart-tool-success .ytick text").last).to_have_text("100%")
+    assert charts["chart-tool-calls"]["legend"] == ["all tools", "unparsed call (named no tool)"]
+    evaluation = {
+        key: charts[f"chart-{key}"] for key in ("eval", "eval-tool-use", "eval-tool-calls", "eval-length")
+    }
+    assert sum(len(chart["names"]) for chart in evaluation.values()) == 2 * len(EVAL_NAMES)
+    assert max(evaluation["eval"]["y"] + evaluation["eval-tool-use"]["y"]) <= 1.0
+    assert evaluation["eval-length"]["names"] == [
+        "eval/greedy/response_length",
+        "eval/sampled/response_length",
+    ]

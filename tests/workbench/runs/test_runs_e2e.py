@@ -57,6 +57,7 @@ def test_launch_watch_inspect_cancel_compare(page, login, member, team, celery_w
     expect(page.locator("#run-status")).to_have_attribute(
         "data-last-step", re.compile(r"\d"), timeout=300_000
     )
+    page.once("dialog", lambda dialog: dialog.accept())  # Cancel asks first
     page.locator("#cancel-run").click()
     expect(page.locator("#run-status")).to_have_attribute("data-status", "cancelled", timeout=60_000)
     expect(page.locator("#cancel-run")).to_be_hidden()

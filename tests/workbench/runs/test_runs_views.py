@@ -389,3 +389,18 @@ def test_inspector_names_a_malformed_calls_tool_and_prints_its_error_once(
     body = client_for(member).get(url).content.decode()
     assert "response from</span> <code>calculator</code>" in body
     assert body.count("malformed tool call: invalid JSON") == 1
+
+
+def test_inspector_writes_counts_and_ground_truth_as_a_reader_would(client_for, member, run, make_trajectory):
+    """One call, not "1 calls"; ground truth without the fields a row left empty (no "tool_calls: None")
+    and with its values as JSON, not Python reprs."""
+    one_call = make_trajectory("g0", 0)
+    one_call.ground_truth = {"answer": "4", "tool_calls": None, "steps": [{"op": "add", "exact": True}]}
+    trajectories_ingest(run_id=run.pk, batches={1: [one_call, make_trajectory("g0", 1, tools=())]})
+    client = client_for(member)
+    group = client.get(reverse("runs:group", args=[run.pk, 1, "g0"])).content.decode()
+    assert "· 1 call</p>" in group.replace("\n", "") and "· 0 calls" in group and "1 calls" not in group
+    record = run.trajectories.get(sample_index=0)
+    page = client.get(reverse("runs:trajectory", args=[run.pk, record.pk])).content.decode()
+    assert "answer: 4\n" in page and "tool_calls" not in page.split("Ground truth")[1]
+    assert "steps: [{&quot;op&quot;: &quot;add&quot;, &quot;exact&quot;: true}]" in page

@@ -16,6 +16,12 @@ def pretty_json(value) -> str:
 
 
 @register.filter
+def plain(value) -> str:
+    """A value as a reader writes it: text as it is, anything else as compact JSON (never a Python repr)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+@register.filter
 def get_item(mapping, key):
     return mapping.get(key) if isinstance(mapping, dict) else None
 

@@ -10,6 +10,6 @@
     name: RunCharts.text(run.baseline ? `${run.name} (baseline)` : run.name),
     line: run.baseline ? { dash: "dash", width: 3 } : {},
   }));
-  const layout = { title: { text: RunCharts.text(data.key) }, margin: { l: 48, r: 12, t: 36, b: 40 }, height: 380, xaxis: { title: { text: "step" } }, hovermode: "x unified" };
+  const layout = RunCharts.themed({ title: { text: RunCharts.text(data.key) }, margin: { l: 48, r: 12, t: 36, b: 40 }, height: 380, xaxis: { title: { text: "step" } }, hovermode: "x unified" });
   Plotly.react(div, traces, layout, { displaylogo: false, responsive: true });
 })();

@@ -39,9 +39,10 @@
   function draw(chart, data) {
     const div = element(chart);
     const shapes = chart.sft ? [] : RunCharts.alertShapes(data.alerts); // alerts are at RL steps
-    const layout = RunCharts.layout(chart.title, shapes, ranges[chart.id]);
+    const traces = RunCharts.traces(chart, data.series);
+    const layout = RunCharts.layout(chart, traces, shapes, ranges[chart.id], div.clientWidth);
     if (chart.sft) layout.xaxis.title.text = "SFT step";
-    Plotly.react(div, RunCharts.traces(chart, data.series), layout, { displaylogo: false, responsive: true });
+    Plotly.react(div, traces, layout, { displaylogo: false, responsive: true });
     if (!div.dataset.bound) {
       div.dataset.bound = "1";
       div.on("plotly_relayout", (event) => zoom(chart, event));
