@@ -22,7 +22,7 @@ from trainers.metrics.echo_trap import EchoTrapDetector
 from trainers.rollout.engine import RolloutEngine
 from trainers.rollout.remote import Dispatcher, RemoteRollouts, rollout_spec
 from trainers.training.data import PromptSampler, read_rows, split_rows
-from trainers.training.engines import make_engine
+from trainers.training.engines.factory import make_engine
 from trainers.training.evaluate import Evaluator, correctness_judge
 from trainers.training.loop import LoopSettings, Trainer
 from trainers.training.model_io import load_policy
