@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
             f"%(asctime)s %(levelname)s rank{os.environ.get('RANK', '?')} %(name)s: %(message)s"
         )
     )
-    from workbench.runs.process_group import rank_main
+    from workbench.runs.rank_attempt import rank_main
 
     return rank_main(run_id, attempt)
 
