@@ -17,6 +17,7 @@ from django.db import transaction
 from trainers.workbench_api import ConfigError, RunConfig, eval_config_from_run
 from workbench.accounts.access import require_role, team_id_of
 from workbench.accounts.models import Role
+from workbench.celery_app import app as celery_app
 from workbench.datasets.models import DatasetKind
 from workbench.runs.bounds import OutOfBounds, run_config_bound
 from workbench.runs.services import run_config_compose
@@ -26,6 +27,7 @@ from .models import Evaluation, ModelSource, Split
 # the snapshot leaves these to the worker
 WORKER_FIELDS = {"data_path", "output_dir", "trajectories"}
 SAMPLES_MAX = 64
+EVALUATE_TASK = "workbench.evaluations.tasks.rollout_evaluate"  # tasks.py registers it by this name
 
 
 def _split_count(dataset_version, split: str) -> int:
@@ -173,13 +175,12 @@ def evaluation_create(
 
 
 def evaluation_launch(*, evaluation: Evaluation) -> None:
-    """Enqueue the evaluation on its queue once the row is committed; the task id is known up front."""
-    from .tasks import rollout_evaluate
-
+    """Enqueue the evaluation on its queue once the row is committed; the task id is known up front. Sent
+    by name: the task runs the worker side (execution.py), which the web side need not import."""
     evaluation.celery_task_id = uuid.uuid4().hex
     evaluation.save(update_fields=["celery_task_id"])
     transaction.on_commit(
-        lambda: rollout_evaluate.apply_async(
-            args=[evaluation.pk], queue=evaluation.queue, task_id=evaluation.celery_task_id
+        lambda: celery_app.send_task(
+            EVALUATE_TASK, args=[evaluation.pk], queue=evaluation.queue, task_id=evaluation.celery_task_id
         )
     )
