@@ -26,10 +26,10 @@ import torch
 
 from trainers.backends.hf import HFBackend
 from trainers.backends.sampling import SamplingParams
+from trainers.config.limits import RolloutLimits
 from trainers.models.tiny import build_tiny_model
 from trainers.parsing.response import ParsedResponse
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.limits import RolloutLimits
 from trainers.templates.qwen_tool import QwenToolTemplate
 from trainers.tools.base import TOOLS, Tool, ToolOutput
 from trainers.tools.toolset import Toolset

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trainers.backends.sampling import SamplingParams
 from trainers.config.algorithm import AlgorithmConfig, FilterConfig, LossConfig, MismatchConfig
+from trainers.config.limits import RolloutLimits
 from trainers.config.sections import (
     CheckpointConfig,
     DataConfig,
@@ -28,7 +29,6 @@ from trainers.config.sections import (
     TrainingConfig,
 )
 from trainers.rewards import RewardDefinition
-from trainers.rollout.limits import RolloutLimits
 
 # descriptions for fields of shared models that do not carry one, so every form field has help text
 _SHARED_DESCRIPTIONS = {

@@ -260,8 +260,8 @@ def limits(game: Game) -> dict[str, int]:
 
 def held_out_eval(game: Game, model: Any, tokenizer: Any, rows: list[dict], s: MultiTurnSettings) -> dict:
     from trainers.backends.hf import HFBackend
+    from trainers.config.limits import RolloutLimits
     from trainers.rollout.engine import RolloutEngine
-    from trainers.rollout.limits import RolloutLimits
     from trainers.training.evaluate import Evaluator
 
     engine = RolloutEngine(
@@ -311,7 +311,7 @@ class MultiTurnSFT:
 
     def fresh(self) -> MultiTurnSFT:
         """The same SFT result with the policy reloaded from its checkpoint (RL trains `model` in place)."""
-        from trainers.training.model_io import load_policy
+        from trainers.models.model_io import load_policy
 
         model, tokenizer = load_policy(self.checkpoint)
         return replace(self, model=model, tokenizer=tokenizer)
@@ -322,8 +322,8 @@ def multiturn_sft(game: Game, s: MultiTurnSettings, out: Path) -> MultiTurnSFT:
     import torch
 
     from trainers.demo.model import build_demo_model
+    from trainers.models.model_io import load_policy
     from trainers.templates import TEMPLATES
-    from trainers.training.model_io import load_policy
     from trainers.training.sft import render_experts, sft_train
 
     if s.threads:

@@ -19,11 +19,11 @@ from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.demo.experts import make_experts, write_experts
 from trainers.demo.model import build_demo_model
 from trainers.demo.settings import DemoSettings
+from trainers.models.model_io import load_policy
 from trainers.templates import TEMPLATES
 from trainers.tools.toolset import Toolset
 from trainers.training.checkpoint import load_model_weights
 from trainers.training.evaluate import Evaluator, correctness_judge
-from trainers.training.model_io import load_policy
 from trainers.training.run import run_config
 from trainers.training.sft import render_experts, sft_train
 
@@ -89,8 +89,8 @@ def rl_config(
 
 def held_out_eval(model: Any, tokenizer: Any, rows: list[dict], settings: DemoSettings) -> dict[str, float]:
     from trainers.backends.hf import HFBackend
+    from trainers.config.limits import RolloutLimits
     from trainers.rollout.engine import RolloutEngine
-    from trainers.rollout.limits import RolloutLimits
 
     engine = RolloutEngine(HFBackend(model, tokenizer), "qwen_tool", ["calculator"], RolloutLimits(**LIMITS))
     evaluator = Evaluator(engine, rows, correctness_judge("numeric"), samples=settings.eval_samples)

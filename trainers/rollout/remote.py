@@ -160,8 +160,8 @@ class RolloutWorkerState:
         return loaded, time.perf_counter() - start
 
     def _engine(self, loaded: _Loaded, spec: dict[str, Any]) -> Any:
+        from trainers.config.limits import RolloutLimits
         from trainers.rollout.engine import RolloutEngine
-        from trainers.rollout.limits import RolloutLimits
 
         key = repr(sorted((k, repr(v)) for k, v in spec.items() if k != "sampling"))
         if key not in loaded.engines:

@@ -19,13 +19,13 @@ from trainers.config.schema import RunConfig
 from trainers.filters import FILTERS
 from trainers.losses.objective import PolicyLossConfig
 from trainers.metrics.echo_trap import EchoTrapDetector
+from trainers.models.model_io import load_policy
 from trainers.rollout.engine import RolloutEngine
 from trainers.rollout.remote import Dispatcher, RemoteRollouts, rollout_spec
 from trainers.training.data import PromptSampler, read_rows, split_rows
 from trainers.training.engines.factory import make_engine
 from trainers.training.evaluate import Evaluator, correctness_judge
 from trainers.training.loop import LoopSettings, Trainer
-from trainers.training.model_io import load_policy
 from trainers.training.optim import adamw
 from trainers.training.policy import ValueHead, frozen_copy, model_device
 from trainers.training.sinks import RunDirSink, Sink

@@ -24,7 +24,7 @@ from trainers.backends.vllm import (
     sampling_params,
     to_output,
 )
-from trainers.training.model_io import load_policy
+from trainers.models.model_io import load_policy
 
 GREEDY = SamplingParams(temperature=0.0)
 
