@@ -260,7 +260,7 @@ def _tail(tail: LogTail, exc: BaseException) -> str:
 
 
 def _release_quietly(run: Run) -> None:
-    """Free the attempt's GPUs; if the database is away, the next sweep frees them (gpus_prune)."""
+    """Free the attempt's GPUs; if the database is away, the next sweep frees them (recovery.gpus_prune)."""
     try:
         gpus_release(run_id=run.pk, attempt=run.attempts)
     except Exception:

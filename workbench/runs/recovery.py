@@ -14,10 +14,12 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from workbench.celery_app import app as celery_app
-from workbench.jobs.gpus import gpus_prune, gpus_release
+from workbench.jobs.gpus import gpus_release
+from workbench.jobs.models import GpuAssignment
 
 from .lease import lease_expired_q
 from .models import RecoveryOutcome, Run, RunRecovery, RunStatus
@@ -30,6 +32,13 @@ SWEEP_BATCH = 100
 def train_send(run: Run) -> None:
     """Send the run's training task to its queue again."""
     celery_app.send_task(TRAIN_TASK, args=[run.pk], queue=run.queue)
+
+
+def gpus_prune() -> int:
+    """Free GPUs whose attempt is over however it ended (a worker killed between its claim and its own
+    release, a run deleted): held only by the attempt its run is running now."""
+    current = Q(run__status=RunStatus.RUNNING, attempt=F("run__attempts"))
+    return GpuAssignment.objects.exclude(current).delete()[0]
 
 
 def runs_sweep(*, sweeper: str, send: Callable[[Run], None] = train_send) -> list[RunRecovery]:

@@ -1,4 +1,5 @@
-"""Create the demo team, the demo user (its admin) and, if available, the demo catalog; idempotent."""
+"""Create the demo team, the demo user (its admin) and, if available, the demo catalog; idempotent. Kept in
+the runs app, which may import every catalog app the demo catalog fills (accounts may not)."""
 
 import importlib.util
 import os
