@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainers.workbench_api import EchoTrapConfig, EchoTrapDetector
+from trainers.workbench_api import EchoTrapDetector
 
 from .ingest import alerts_record
 from .models import Alert, MetricPoint, Run
@@ -11,10 +11,10 @@ from .models import Alert, MetricPoint, Run
 def run_alerts_detect(*, run: Run) -> list[Alert]:
     """Replay the run's stored std, entropy, grad-norm and reward series through the detector it was
     configured with, and store what fires (idempotent by step and rule, so it may run again)."""
-    section = run.config.get("echo_trap", {})
-    if not section.get("enabled", True):
+    section = run.typed_config.echo_trap
+    if not section.enabled:
         return []
-    config = EchoTrapConfig.model_validate(section.get("detector", {}))
+    config = section.detector
     keys = [config.std_key, config.entropy_key, config.grad_norm_key, config.reward_key]
     points = MetricPoint.objects.filter(run=run, key__in=keys).order_by("step")
     series: dict[str, list[tuple[int, float]]] = {key: [] for key in keys}

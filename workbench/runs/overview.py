@@ -31,8 +31,8 @@ class RunInFlight:
     alert_count: int
 
     @property
-    def total_steps(self) -> int | None:
-        return (self.run.config.get("training") or {}).get("steps")
+    def total_steps(self) -> int:
+        return self.run.typed_config.training.steps
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from .models import Run, RunStatus
 
 def run_gpus_asked(run: Run) -> int:
     """The GPUs the run asks for (resources.gpus; snapshots older than the section ask for none)."""
-    return int((run.config.get("resources") or {}).get("gpus", 0))
+    return run.typed_config.resources.gpus
 
 
 def run_gpu_wait_note(*, run: Run) -> str:

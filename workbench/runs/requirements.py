@@ -8,8 +8,7 @@ section and no sft.data_path; an SFT pin without an sft section would be ignored
 
 from __future__ import annotations
 
-from typing import Any
-
+from trainers.workbench_api import RunConfig
 from workbench.datasets.models import DatasetKind, DatasetVersion
 
 RL_PIN, SFT_PIN = "dataset_version", "sft_dataset_version"
@@ -19,10 +18,9 @@ def _label(version: DatasetVersion) -> str:
     return f"{version.item.name} v{version.number}"
 
 
-def _rl_data(config: dict[str, Any], version: DatasetVersion | None) -> list[str]:
+def _rl_data(config: RunConfig, version: DatasetVersion | None) -> list[str]:
     if version is None:
-        has_file = bool((config.get("data") or {}).get("train_path"))
-        return [] if has_file else ["Pin a dataset of prompts: RL trains on its rows."]
+        return [] if config.data.train_path else ["Pin a dataset of prompts: RL trains on its rows."]
     if version.item.kind != DatasetKind.PROMPTS:
         return [f"{_label(version)} holds conversations: pin it as SFT data, and a dataset of prompts here."]
     if version.train_count == 0:
@@ -30,14 +28,14 @@ def _rl_data(config: dict[str, Any], version: DatasetVersion | None) -> list[str
     return []
 
 
-def _sft_data(config: dict[str, Any], version: DatasetVersion | None) -> list[str]:
-    sft = config.get("sft")
+def _sft_data(config: RunConfig, version: DatasetVersion | None) -> list[str]:
+    sft = config.sft
     if sft is None:
         if version is None:
             return []
         return ["The config has no sft section to train on this data: add one (sft: {}) or clear this pin."]
     if version is None:
-        if sft.get("data_path"):
+        if sft.data_path:
             return []
         return ["The sft section trains on expert conversations: pin a conversations dataset."]
     if version.item.kind != DatasetKind.CONVERSATIONS:
@@ -48,7 +46,7 @@ def _sft_data(config: dict[str, Any], version: DatasetVersion | None) -> list[st
 
 
 def run_requirements_errors(
-    config: dict[str, Any],
+    config: RunConfig,
     *,
     dataset_version: DatasetVersion | None,
     sft_dataset_version: DatasetVersion | None,

@@ -114,13 +114,14 @@ def run_create(
     )
     snapshot = run_config_validate(composed)
     run_config_check_bounds(team, snapshot)
+    typed = validate_config(snapshot)
     missing = run_requirements_errors(
-        snapshot, dataset_version=dataset_version, sft_dataset_version=sft_dataset_version
+        typed, dataset_version=dataset_version, sft_dataset_version=sft_dataset_version
     )
     if missing:  # what the worker would refuse a moment after it starts
         raise ValidationError(missing)
     if launch:
-        run_gpus_check(gpus=snapshot["resources"]["gpus"], queue=queue)
+        run_gpus_check(gpus=typed.resources.gpus, queue=queue)
     run = Run(
         team=team,
         created_by=user,

@@ -45,9 +45,9 @@ def has_entropies(turns: list[dict]) -> bool:
 
 
 def _tokenizer_file(run: Run) -> Path | None:
-    model = run.config.get("model", {})
-    folders = [model.get("tokenizer_path"), model.get("path")]
-    if model.get("path") == "tiny":
+    model = run.typed_config.model
+    folders = [model.tokenizer_path, model.path]
+    if model.path == "tiny":
         folders.append(str(run_dir(run) / "base_model"))
     for folder in filter(None, folders):
         path = Path(folder) / "tokenizer.json"
