@@ -258,6 +258,10 @@ RUNS_ROLLOUT_QUEUE = os.environ.get("WORKBENCH_ROLLOUT_QUEUE", "rollout")
 # A gpu-queue worker without the GPUs a run asks for (resources.gpus) sends the run back, to be tried
 # again after RUNS_GPU_WAIT_S by whichever worker then has them (workbench/jobs/gpus.py).
 RUNS_GPU_WAIT_S = float(os.environ.get("RUNS_GPU_WAIT_S", "10"))
+# The services a newly recorded checkpoint is handed to (runs/ingest.py, once it is committed, on the
+# training worker): the evaluations app schedules those of `evaluation.runner: jobs` runs. Named here, not
+# imported by runs, because evaluations builds on runs.
+RUNS_CHECKPOINT_SERVICES = ["workbench.evaluations.scheduling.evaluations_schedule"]
 # Run artifacts (checkpoints, published weights) every worker reads: a local directory, file://... or
 # s3://bucket/prefix (MinIO, S3; needs s3fs, endpoint in WORKBENCH_ARTIFACTS_S3_ENDPOINT).
 ARTIFACTS_URL = os.environ.get("WORKBENCH_ARTIFACTS_URL", str(VAR_DIR / "artifacts"))

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from trainers.workbench_api import Trajectory
 
 from .models import Alert, AlertSeverity, Checkpoint, MetricPoint, Run, TrajectoryRecord
 from .rollups import rollups_refresh
 
+logger = logging.getLogger(__name__)
 MetricTriple = tuple[int, str, float]
 
 
@@ -170,11 +175,24 @@ def trajectories_ingest(*, run_id: int, batches: Mapping[int, Sequence[Trajector
 @transaction.atomic
 def checkpoint_record(*, run_id: int, step: int, path: str, url: str = "") -> Checkpoint:
     """Record a saved checkpoint (`url`: its copy in the artifact store); the run resumes from the newest
-    one when its task is redelivered."""
+    one when its task is redelivered. A new one is handed to the checkpoint services once committed."""
     fields = {"path": path, "url": url}
-    checkpoint, _ = Checkpoint.objects.update_or_create(run_id=run_id, step=step, defaults=fields)
+    checkpoint, created = Checkpoint.objects.update_or_create(run_id=run_id, step=step, defaults=fields)
     _stored(run_id, last_checkpoint_step=step)
+    if created:
+        transaction.on_commit(partial(checkpoint_services_call, checkpoint.pk))
     return checkpoint
+
+
+def checkpoint_services_call(checkpoint_id: int) -> None:
+    """Call each of settings.RUNS_CHECKPOINT_SERVICES with the checkpoint (the evaluations app schedules
+    its evaluations); a service that fails is logged: it must never fail the run that recorded it."""
+    checkpoint = Checkpoint.objects.select_related("run").filter(pk=checkpoint_id).first()
+    for name in settings.RUNS_CHECKPOINT_SERVICES if checkpoint is not None else []:
+        try:
+            import_string(name)(checkpoint=checkpoint)
+        except Exception:
+            logger.exception("checkpoint %s: %s failed", checkpoint_id, name)
 
 
 def _alert_fields(alert: Any) -> dict[str, Any]:
