@@ -21,7 +21,6 @@ from workbench.toolschemas.models import ToolSchemaVersion
 from .bounds import OperatorBounds
 from .config_form import changed_summary, field_for_error, flatten, schema_fields, unflatten
 from .config_yaml import YAMLConfigError, config_from_yaml, config_to_yaml, posted_values
-from .selectors import SORTS, TrajectoryFilters
 
 
 def _version_label(version) -> str:
@@ -225,34 +224,3 @@ class RunMetaForm(forms.Form):
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     tags = forms.CharField(required=False, help_text="comma-separated")
     is_baseline = forms.BooleanField(required=False, label="baseline (marked on compare charts)")
-
-
-class TrajectoryFilterForm(forms.Form):
-    """The inspector's GET filters."""
-
-    TRISTATE = [("", "any"), ("yes", "yes"), ("no", "no")]
-    step = forms.IntegerField(required=False, min_value=0)
-    reward_min = forms.FloatField(required=False)
-    reward_max = forms.FloatField(required=False)
-    correct = forms.ChoiceField(choices=TRISTATE, required=False)
-    tool = forms.CharField(required=False, max_length=64)
-    failed_call = forms.ChoiceField(choices=TRISTATE, required=False)
-    turns_min = forms.IntegerField(required=False, min_value=0)
-    turns_max = forms.IntegerField(required=False, min_value=0)
-    length_min = forms.IntegerField(required=False, min_value=0)
-    length_max = forms.IntegerField(required=False, min_value=0)
-    group = forms.CharField(required=False, max_length=160)
-    sort = forms.ChoiceField(
-        choices=[(f"{d}{k}", f"{k} {'desc' if d else 'asc'}") for k in SORTS for d in ("-", "")],
-        required=False,
-    )
-    cursor = forms.CharField(required=False, max_length=200)
-
-    def filters(self) -> TrajectoryFilters:
-        data = self.cleaned_data
-        tristate = {"yes": True, "no": False, "": None}
-        values = {name: data.get(name) for name in TrajectoryFilters.__dataclass_fields__}
-        values["correct"] = tristate[data.get("correct") or ""]
-        values["failed_call"] = tristate[data.get("failed_call") or ""]
-        values["tool"], values["group"] = data.get("tool") or "", data.get("group") or ""
-        return TrajectoryFilters(**values)

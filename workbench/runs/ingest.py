@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -21,6 +19,7 @@ from trainers.workbench_api import Trajectory
 
 from .models import Alert, AlertSeverity, Checkpoint, MetricPoint, Run, TrajectoryRecord
 from .rollups import rollups_refresh
+from .trajectories.records import TRAJECTORY_FIELDS, clean_text, storable, trajectory_record
 
 logger = logging.getLogger(__name__)
 MetricTriple = tuple[int, str, float]
@@ -32,7 +31,7 @@ def _finite_points(points: Iterable[MetricTriple]) -> dict[tuple[str, int], floa
     for step, key, value in points:
         value = float(value)
         if math.isfinite(value):
-            out[(_text(str(key)), int(step))] = value
+            out[(clean_text(str(key)), int(step))] = value
     return out
 
 
@@ -73,83 +72,6 @@ def metrics_ingest(*, run_id: int, points: Iterable[MetricTriple], advance_step:
     else:
         _stored(run_id)
     return len(values)
-
-
-STORE_MAX_DEPTH = 100  # a trajectory's own structure is ~6 levels; parsers cap arguments at 64
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _text(value: str) -> str:
-    """Valid UTF-8 without NUL: a lone surrogate (a model's broken escape, "\\ud800" in a call) cannot
-    be encoded and NUL is refused by PostgreSQL text and jsonb; each becomes U+FFFD (pairs are joined)."""
-    if not value.isascii() and _SURROGATE.search(value):
-        value = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return value.replace("\x00", "\ufffd")
-
-
-def _storable(value: Any, depth: int = 0) -> Any:
-    """What PostgreSQL text and jsonb accept, whatever a model wrote: clean text (see `_text`), NaN or
-    infinite floats (a -inf logprob, a NaN statistic) as null, and nesting past STORE_MAX_DEPTH as a
-    note (jsonb and every recursive serialiser have a depth limit). Dataclasses become dicts as in
-    `dataclasses.asdict`, which itself recursed out on a deeply nested tool call and lost the batch."""
-    if isinstance(value, str):
-        return _text(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, bool | int) or value is None:
-        return value
-    if depth >= STORE_MAX_DEPTH:
-        return f"<nested deeper than {STORE_MAX_DEPTH} levels>"
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _storable(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {_key(k): _storable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_storable(v, depth + 1) for v in value]
-    return value
-
-
-def _key(key: Any) -> Any:
-    return _text(key) if isinstance(key, str) else _storable(key, STORE_MAX_DEPTH)
-
-
-def _correct(traj: Trajectory) -> bool | None:
-    """Whether the answer was right: the trainer's own verdict, else the correctness reward's sign, else
-    a component's answer sub-score (ARTIST's `<key>/answer`: 1 for a right answer)."""
-    verdict = traj.metadata.get("correct")
-    if isinstance(verdict, bool):
-        return verdict
-    if "correctness" in traj.rewards:
-        return traj.rewards["correctness"] > 0
-    answers = [value for key, value in traj.rewards.items() if key.endswith("/answer")]
-    return any(value > 0 for value in answers) if answers else None
-
-
-def trajectory_record(*, run_id: int, step: int, traj: Trajectory) -> TrajectoryRecord:
-    """The row for one trajectory: indexed summary columns plus the full record."""
-    return TrajectoryRecord(
-        run_id=run_id,
-        step=step,
-        key=_storable(f"{traj.group_id}/{traj.sample_index}"),
-        group_id=_storable(traj.group_id[:160]),
-        sample_index=traj.sample_index,
-        reward=float(traj.reward) if math.isfinite(traj.reward) else 0.0,
-        advantage=_storable(traj.advantage),
-        correct=_correct(traj),
-        num_turns=len(traj.assistant_turns),
-        num_tool_calls=traj.num_tool_calls,
-        num_failed_calls=traj.num_failed_calls,
-        length=len(traj.response_token_ids),
-        tool_counts=_storable(traj.tool_calls_by_name()),
-        final_answer=_storable((traj.final_answer or "")[:300]),
-        data=_storable(traj),  # traj.to_dict(), without its recursion limit
-    )
-
-
-TRAJECTORY_FIELDS = [
-    "group_id", "sample_index", "reward", "advantage", "correct", "num_turns", "num_tool_calls",
-    "num_failed_calls", "length", "tool_counts", "final_answer", "data",
-]  # fmt: skip
 
 
 @transaction.atomic
@@ -204,9 +126,9 @@ def _alert_fields(alert: Any) -> dict[str, Any]:
     evidence = get("evidence", {}) or {}
     return {
         "step": int(get("step")),
-        "rule": _text(str(get("rule"))),
-        "message": _text(str(get("message", "") or "")),
-        "evidence": _storable(dict(evidence) if isinstance(evidence, Mapping) else {"detail": str(evidence)}),
+        "rule": clean_text(str(get("rule"))),
+        "message": clean_text(str(get("message", "") or "")),
+        "evidence": storable(dict(evidence) if isinstance(evidence, Mapping) else {"detail": str(evidence)}),
         "severity": str(get("severity", AlertSeverity.WARNING) or AlertSeverity.WARNING),
         "start_step": get("start_step"),
     }

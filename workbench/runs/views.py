@@ -18,12 +18,13 @@ from workbench.accounts.models import Role
 
 from . import selectors, services
 from .compare import compare_summary, config_diff, run_ids_param
-from .forms import RunForm, RunMetaForm, TrajectoryFilterForm, preset_choices
+from .forms import RunForm, RunMetaForm, preset_choices
 from .freshness import cached, data_version, shared_response, status_version
 from .models import RunStatus
 from .placement import run_gpu_wait_note, run_gpus_asked
 from .series import series_keys, series_keys_union
 from .tokens import SHADINGS, has_entropies, turn_pieces
+from .trajectories.filters import TrajectoryFilterForm
 
 COMPARE_CHOICES = 50  # the newest runs the compare page's picker offers
 
