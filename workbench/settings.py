@@ -266,7 +266,7 @@ RUNS_CHECKPOINT_SERVICES = ["workbench.evaluations.scheduling.evaluations_schedu
 # s3://bucket/prefix (MinIO, S3; needs s3fs, endpoint in WORKBENCH_ARTIFACTS_S3_ENDPOINT).
 ARTIFACTS_URL = os.environ.get("WORKBENCH_ARTIFACTS_URL", str(VAR_DIR / "artifacts"))
 
-# Operator bounds on runs launched from the workbench (workbench/runs/bounds.py: checked at launch and
+# Operator bounds on runs launched from the workbench (workbench/runs/config/bounds.py: checked at launch and
 # again on the worker). Each setting is named after its variable; `python -m trainers` is not bounded.
 WORKBENCH_SANDBOX_MAX_WALL_S = float(os.environ.get("WORKBENCH_SANDBOX_MAX_WALL_S", "60"))
 WORKBENCH_SANDBOX_MAX_CPU_S = float(os.environ.get("WORKBENCH_SANDBOX_MAX_CPU_S", "60"))

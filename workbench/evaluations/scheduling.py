@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 
 from trainers.workbench_api import RunConfig, evaluation_due
-from workbench.runs.ingest import metrics_ingest
+from workbench.runs.telemetry.ingest import metrics_ingest
 
 from .models import FINISHED_STATUSES, Evaluation, ModelSource, Split
 from .services import evaluation_config_compose, evaluation_launch

@@ -19,7 +19,7 @@ from workbench.accounts.access import require_role, team_id_of
 from workbench.accounts.models import Role
 from workbench.celery_app import app as celery_app
 from workbench.datasets.models import DatasetKind
-from workbench.runs.bounds import OutOfBounds, run_config_bound
+from workbench.runs.config.bounds import OutOfBounds, run_config_bound
 from workbench.runs.services import run_config_compose
 
 from .models import Evaluation, ModelSource, Split

@@ -21,9 +21,9 @@ from workbench.jobs.gpus import gpu_launch_error
 from workbench.jobs.queues import QUEUE_NAMES
 from workbench.jobs.selectors import workers_online
 
-from .bounds import OutOfBounds, run_config_bound
+from .config.bounds import OutOfBounds, run_config_bound
+from .config.requirements import run_requirements_errors
 from .models import Run, RunStatus, Tag
-from .requirements import run_requirements_errors
 
 
 def run_config_compose(

@@ -6,7 +6,7 @@ from django.shortcuts import render
 from trainers.workbench_api import SANDBOX_INSECURE_ENV, sandbox_insecure_allowed
 from workbench.jobs import selectors
 from workbench.jobs.queues import QUEUE_NAMES
-from workbench.runs.recovery_selectors import run_recoveries, runs_stranded
+from workbench.runs.execution.recovery_selectors import run_recoveries, runs_stranded
 
 
 def status(request):

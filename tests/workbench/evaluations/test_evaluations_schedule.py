@@ -14,9 +14,9 @@ from trainers.config import RunConfig
 from trainers.workbench_api import evaluate_config
 from workbench.evaluations.execution import evaluation_execute
 from workbench.evaluations.models import Evaluation
-from workbench.runs.ingest import checkpoint_record
 from workbench.runs.models import MetricPoint, Run
-from workbench.runs.series import series_keys
+from workbench.runs.telemetry.ingest import checkpoint_record
+from workbench.runs.telemetry.series import series_keys
 
 LIMITS = {"max_turns": 1, "max_new_tokens_per_turn": 6}
 

@@ -11,8 +11,8 @@ import yaml
 from django.urls import reverse
 
 from trainers.config import PRESETS, RunConfig, load_config, preset_config
-from workbench.runs.forms import RunForm
 from workbench.runs.models import Run
+from workbench.runs.web.forms import RunForm
 
 from .test_runs_views import form_post
 

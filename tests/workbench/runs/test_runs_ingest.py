@@ -6,8 +6,13 @@ import json
 import math
 
 from trainers.trajectory import ToolCall
-from workbench.runs.ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
 from workbench.runs.models import Alert, MetricPoint, TrajectoryRecord
+from workbench.runs.telemetry.ingest import (
+    alerts_record,
+    checkpoint_record,
+    metrics_ingest,
+    trajectories_ingest,
+)
 
 
 def test_retried_metric_batch_does_not_duplicate(run):

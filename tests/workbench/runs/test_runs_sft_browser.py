@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from workbench.runs.models import RunStatus
-from workbench.runs.sink import DatabaseSink
+from workbench.runs.telemetry.sink import DatabaseSink
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 

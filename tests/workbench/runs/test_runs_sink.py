@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.runs.models import MetricPoint, TrajectoryRecord
-from workbench.runs.sink import DatabaseSink
+from workbench.runs.telemetry.sink import DatabaseSink
 
 
 class FakeClock:

@@ -21,8 +21,8 @@ from workbench.celery_app import app as celery_app
 from workbench.jobs.gpus import gpus_release
 from workbench.jobs.models import GpuAssignment
 
+from ..models import RecoveryOutcome, Run, RunRecovery, RunStatus
 from .lease import lease_expired_q
-from .models import RecoveryOutcome, Run, RunRecovery, RunStatus
 
 logger = logging.getLogger(__name__)
 TRAIN_TASK = "workbench.runs.tasks.train_run"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django.db import connection
 from django.db.models import Max
 
-from .models import MetricPoint, MetricRollup, Run
+from ..models import MetricPoint, MetricRollup, Run
 from .rollups import FACTOR, TOP_LEVEL, level_width
 
 _RAW = """

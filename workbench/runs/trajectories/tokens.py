@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .execution import run_dir
-from .models import Run
+from ..execution.worker import run_dir
+from ..models import Run
 
 SHADINGS = ("logprob", "entropy")
 SHADES = 10  # the darkest level

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from trainers.workbench_api import EchoTrapDetector
 
+from ..models import Alert, MetricPoint, Run
 from .ingest import alerts_record
-from .models import Alert, MetricPoint, Run
 
 
 def run_alerts_detect(*, run: Run) -> list[Alert]:

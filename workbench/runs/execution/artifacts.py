@@ -13,7 +13,7 @@ from django.conf import settings
 
 from trainers.workbench_api import ArtifactStore
 
-from .models import Checkpoint
+from ..models import Checkpoint
 
 logger = logging.getLogger(__name__)
 BEST = "best"  # the trainer's checkpoints/best: the best evaluation so far (checkpoint.keep_best)

@@ -15,7 +15,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .models import Run, RunStatus
+from ..models import Run, RunStatus
 
 logger = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from django.utils.module_loading import import_string
 
 from trainers.workbench_api import Trajectory
 
-from .models import Alert, AlertSeverity, Checkpoint, MetricPoint, Run, TrajectoryRecord
+from ..models import Alert, AlertSeverity, Checkpoint, MetricPoint, Run, TrajectoryRecord
+from ..trajectories.records import TRAJECTORY_FIELDS, clean_text, storable, trajectory_record
 from .rollups import rollups_refresh
-from .trajectories.records import TRAJECTORY_FIELDS, clean_text, storable, trajectory_record
 
 logger = logging.getLogger(__name__)
 MetricTriple = tuple[int, str, float]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from workbench.jobs.gpus import gpu_wait_note
 from workbench.jobs.selectors import workers_online
 
-from .models import Run, RunStatus
+from ..models import Run, RunStatus
 
 
 def run_gpus_asked(run: Run) -> int:

@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.cache import get_conditional_response, patch_cache_control
 from django.utils.http import quote_etag
 
-from .models import Run
+from ..models import Run
 
 T = TypeVar("T")
 CACHE_SECONDS = 300  # a superseded version's entry lingers at most this long (or until culled)

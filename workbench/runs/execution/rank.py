@@ -1,7 +1,7 @@
-"""One rank of a DeepSpeed run's process group: `python -m workbench.runs.rank <run id> <attempt>`.
+"""One rank of a DeepSpeed run's process group: `python -m workbench.runs.execution.rank <run id> <attempt>`.
 
-torchrun starts it N times (workbench/runs/process_group.py launches torchrun from the gpu-queue task);
-it sets Django up in the worker's environment, which torchrun passes on, and trains its part of the
+torchrun starts it N times (execution/process_group.py launches torchrun from the gpu-queue task); it
+sets Django up in the worker's environment, which torchrun passes on, and trains its part of the
 attempt. Exit status 1 when the rank raised (its end record holds the error).
 """
 
@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
             f"%(asctime)s %(levelname)s rank{os.environ.get('RANK', '?')} %(name)s: %(message)s"
         )
     )
-    from workbench.runs.rank_attempt import rank_main
+    from workbench.runs.execution.rank_attempt import rank_main
 
     return rank_main(run_id, attempt)
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 from django.http import JsonResponse, StreamingHttpResponse
 
-from . import selectors
+from .. import selectors
+from ..models import MetricPoint, Run
+from ..telemetry.series import series_downsample, series_keys
 from .compare import run_ids_param
 from .freshness import data_version, shared_response
-from .models import MetricPoint, Run
-from .series import series_downsample, series_keys
 
 MAX_KEYS = 64
 

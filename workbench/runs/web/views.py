@@ -16,15 +16,15 @@ from trainers.workbench_api import PRESETS, RunConfig, preset_config
 from workbench.accounts.access import role_at_least, role_for_team_id, team_role_required
 from workbench.accounts.models import Role
 
-from . import selectors, services
+from .. import selectors, services
+from ..execution.placement import run_gpu_wait_note, run_gpus_asked
+from ..models import RunStatus
+from ..telemetry.series import series_keys, series_keys_union
+from ..trajectories.filters import TrajectoryFilterForm
+from ..trajectories.tokens import SHADINGS, has_entropies, turn_pieces
 from .compare import compare_summary, config_diff, run_ids_param
 from .forms import RunForm, RunMetaForm, preset_choices
 from .freshness import cached, data_version, shared_response, status_version
-from .models import RunStatus
-from .placement import run_gpu_wait_note, run_gpus_asked
-from .series import series_keys, series_keys_union
-from .tokens import SHADINGS, has_entropies, turn_pieces
-from .trajectories.filters import TrajectoryFilterForm
 
 COMPARE_CHOICES = 50  # the newest runs the compare page's picker offers
 

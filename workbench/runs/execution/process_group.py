@@ -3,12 +3,12 @@
 The task keeps what it holds for a single-process run (the claim, the lease, the GPU assignment in
 CUDA_VISIBLE_DEVICES) and, instead of training itself, writes the attempt's launch file (the config
 `execution_config` built and the checkpoint to resume from) and runs `torchrun --standalone
---nproc_per_node N -m workbench.runs.rank <run id> <attempt>`. Every rank sets Django up and trains the
-same config from the same checkpoint with `run_config`; rank 0 writes into the database sink (fenced by
-the attempt's lease, checkpoints uploaded to the artifact store: the task downloaded the resume point
-and the best checkpoint into the run directory before), the others log nothing. Each rank polls
-the run's cancel flag (the loop stops every rank after the same step; rank 0 checkpoints) and records how
-it ended in `rank-<r>.json` (rank_attempt.py).
+--nproc_per_node N -m workbench.runs.execution.rank <run id> <attempt>`. Every rank sets Django up and
+trains the same config from the same checkpoint with `run_config`; rank 0 writes into the database sink
+(fenced by the attempt's lease, checkpoints uploaded to the artifact store: the task downloaded the resume
+point and the best checkpoint into the run directory before), the others log nothing. Each rank polls the
+run's cancel flag (the loop stops every rank after the same step; rank 0 checkpoints) and records how it
+ended in `rank-<r>.json` (rank_attempt.py).
 
 How the attempt ends: every rank recorded a clean end -> succeeded or cancelled, as one process; a rank
 recorded an exception and none was lost -> failed, with the group's log tail; a rank ended without a
@@ -39,12 +39,12 @@ from django.utils import timezone
 from trainers.workbench_api import RunConfig
 from workbench.jobs.gpus import gpus_release
 
+from ..models import RecoveryOutcome, Run, RunRecovery, RunStatus
 from .lease import LeaseKeeper, LeaseLost
-from .models import RecoveryOutcome, Run, RunRecovery, RunStatus
 from .recovery import train_send
 
 logger = logging.getLogger(__name__)
-RANK_MODULE = "workbench.runs.rank"
+RANK_MODULE = "workbench.runs.execution.rank"
 GROUP_LOG_LINES = 120  # of the group's own log, in the attempt's log tail
 STOP_GRACE_S = 60.0  # a group told to stop (lease lost) is killed after this long
 _PR_SET_PDEATHSIG = 1

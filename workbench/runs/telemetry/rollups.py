@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.db.models import F
 
-from .models import MetricPoint, MetricRollup, Run
+from ..models import MetricPoint, MetricRollup, Run
 
 FACTOR = 4
 TOP_LEVEL = 8  # 4**8 = 65,536 steps per bucket: enough for runs of millions of steps

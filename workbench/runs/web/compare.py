@@ -9,8 +9,8 @@ from typing import Any
 from django.db.models import Count, F, OuterRef, Q, Subquery, Sum, Window
 from django.db.models.functions import RowNumber
 
-from .models import EVAL_ACCURACY_KEYS, Alert, MetricPoint, Run, TrajectoryRecord
-from .rollups import series_maxima
+from ..models import EVAL_ACCURACY_KEYS, Alert, MetricPoint, Run, TrajectoryRecord
+from ..telemetry.rollups import series_maxima
 
 SUMMARY_KEYS = ("reward/mean", *EVAL_ACCURACY_KEYS)
 _MAX_ID_DIGITS = 18  # below 2**63: a longer number is no run id and must not reach the database

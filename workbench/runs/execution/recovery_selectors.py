@@ -7,8 +7,8 @@ from django.utils import timezone
 
 from workbench.accounts.access import team_queryset
 
+from ..models import Run, RunRecovery
 from .lease import lease_expired_q
-from .models import Run, RunRecovery
 
 RECOVERIES_SHOWN = 20
 

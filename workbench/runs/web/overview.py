@@ -14,8 +14,8 @@ from django.db.models import Case, Count, F, IntegerField, OuterRef, Q, Subquery
 from workbench.accounts.access import team_queryset
 from workbench.accounts.models import Team
 
-from .models import EVAL_ACCURACY_KEYS, FINISHED_STATUSES, Alert, MetricPoint, MetricRollup, Run, RunStatus
-from .rollups import TOP_LEVEL, level_width, series_maxima
+from ..models import EVAL_ACCURACY_KEYS, FINISHED_STATUSES, Alert, MetricPoint, MetricRollup, Run, RunStatus
+from ..telemetry.rollups import TOP_LEVEL, level_width, series_maxima
 
 SPARKLINE_KEY = "reward/mean"
 SPARKLINE_POINTS = 48  # at most this many points per sparkline

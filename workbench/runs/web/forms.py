@@ -18,7 +18,7 @@ from workbench.prompts.models import PromptTemplateVersion
 from workbench.rewards.models import RewardDefinitionVersion
 from workbench.toolschemas.models import ToolSchemaVersion
 
-from .bounds import OperatorBounds
+from ..config.bounds import OperatorBounds
 from .config_form import changed_summary, field_for_error, flatten, schema_fields, unflatten
 from .config_yaml import YAMLConfigError, config_from_yaml, config_to_yaml, posted_values
 
