@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from workbench.runs.execution.lease import LeaseKeeper, LeaseLost
 from workbench.runs.execution.recovery import runs_sweep
+from workbench.runs.execution.sink import DatabaseSink
 from workbench.runs.execution.worker import run_claim, run_execute
 from workbench.runs.models import Checkpoint, MetricPoint, RecoveryOutcome, Run, RunRecovery, RunStatus
 from workbench.runs.telemetry.ingest import checkpoint_record
-from workbench.runs.telemetry.sink import DatabaseSink
 
 
 def held(run: Run, *, worker: str = "w1", attempts: int = 1, stale: bool = True, **fields) -> Run:

@@ -16,9 +16,9 @@ from typing import Any
 from trainers.workbench_api import run_config, validate_config
 
 from ..models import Run
-from ..telemetry.sink import DatabaseSink
 from .artifacts import CheckpointMirror, artifact_store
 from .process_group import group_dir
+from .sink import DatabaseSink
 from .worker import CancelPoller, run_dir
 
 logger = logging.getLogger(__name__)

@@ -27,12 +27,12 @@ from workbench.jobs.gpus import CUDA_ENV, cuda_visible, gpus_release, gpus_take,
 from ..config.bounds import run_config_bound
 from ..models import Checkpoint, Run, RunStatus
 from ..telemetry.alerts import run_alerts_detect
-from ..telemetry.sink import DatabaseSink
 from .artifacts import CheckpointMirror, artifact_store, checkpoint_local
 from .lease import LeaseKeeper, LeaseLost, lease_is_live
 from .placement import run_gpus_asked
 from .process_group import group_train
 from .recovery import recovery_resumed, run_take_over
+from .sink import DatabaseSink
 
 logger = logging.getLogger(__name__)
 LOG_TAIL_LINES = 200

@@ -21,10 +21,10 @@ from ..execution.placement import run_gpu_wait_note, run_gpus_asked
 from ..models import RunStatus
 from ..telemetry.series import series_keys, series_keys_union
 from ..trajectories.filters import TrajectoryFilterForm
-from ..trajectories.tokens import SHADINGS, has_entropies, turn_pieces
 from .compare import compare_summary, config_diff, run_ids_param
 from .forms import RunForm, RunMetaForm, preset_choices
 from .freshness import cached, data_version, shared_response, status_version
+from .tokens import SHADINGS, has_entropies, turn_pieces
 
 COMPARE_CHOICES = 50  # the newest runs the compare page's picker offers
 

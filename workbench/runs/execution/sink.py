@@ -12,9 +12,9 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 
 from trainers.workbench_api import Sink, Trajectory
 
-from ..execution.artifacts import CheckpointMirror
-from ..execution.lease import lease_hold
-from .ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
+from ..telemetry.ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
+from .artifacts import CheckpointMirror
+from .lease import lease_hold
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
