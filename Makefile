@@ -25,7 +25,7 @@ $(STAMP): requirements.txt requirements-dev.txt | $(PY)
 venv: $(STAMP)
 
 # The worker runs in the recipe shell's process group, so Ctrl-C stops it with the web server. Like every
-# worker it also sweeps for runs stranded by a dead worker (workbench/runs/sweeper.py): no beat process.
+# worker it also sweeps for runs stranded by a dead worker (workbench/runs/execution/sweeper.py): no beat process.
 # Keep-alive outlasts the pages' 2 s polls, so a poll never races the server closing its connection.
 run: $(STAMP)
 	mkdir -p var

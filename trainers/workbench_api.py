@@ -21,7 +21,8 @@ Evaluation
     EvalConfig, eval_config_from_run(run_config, **fields): a model evaluated with a run config's template,
     tools, limits, sampling and reward on a dataset file, k samples per prompt. evaluate_config(config):
     (metrics, trajectories), as `python -m trainers eval` prints them; eval_metrics_finite(metrics): the
-    metrics with NaN as None.
+    metrics with NaN as None. evaluation_due(every_steps, step, *, last): whether a run evaluates its
+    policy after a step, the rule its trainer follows too.
 Echo-trap detection
     EchoTrapConfig, EchoTrapDetector: RAGEN's collapse detector, replayed over stored series.
 Prompt templates
@@ -82,6 +83,7 @@ from trainers.templates import TEMPLATES, TemplateRenderError
 from trainers.tools import TOOLS, Toolset
 from trainers.training.eval_run import EvalConfig, eval_config_from_run, evaluate_config
 from trainers.training.eval_run import finite as eval_metrics_finite
+from trainers.training.eval_schedule import evaluation_due
 from trainers.training.run import RunResult, run_config
 from trainers.training.sinks import Sink
 from trainers.trajectory import Trajectory
@@ -131,6 +133,7 @@ __all__ = [
     "eval_config_from_run",
     "eval_metrics_finite",
     "evaluate_config",
+    "evaluation_due",
     "load_tokenizer",
     "preset_config",
     "run_config",

@@ -258,11 +258,15 @@ RUNS_ROLLOUT_QUEUE = os.environ.get("WORKBENCH_ROLLOUT_QUEUE", "rollout")
 # A gpu-queue worker without the GPUs a run asks for (resources.gpus) sends the run back, to be tried
 # again after RUNS_GPU_WAIT_S by whichever worker then has them (workbench/jobs/gpus.py).
 RUNS_GPU_WAIT_S = float(os.environ.get("RUNS_GPU_WAIT_S", "10"))
+# The services a newly recorded checkpoint is handed to (runs/ingest.py, once it is committed, on the
+# training worker): the evaluations app schedules those of `evaluation.runner: jobs` runs. Named here, not
+# imported by runs, because evaluations builds on runs.
+RUNS_CHECKPOINT_SERVICES = ["workbench.evaluations.scheduling.evaluations_schedule"]
 # Run artifacts (checkpoints, published weights) every worker reads: a local directory, file://... or
 # s3://bucket/prefix (MinIO, S3; needs s3fs, endpoint in WORKBENCH_ARTIFACTS_S3_ENDPOINT).
 ARTIFACTS_URL = os.environ.get("WORKBENCH_ARTIFACTS_URL", str(VAR_DIR / "artifacts"))
 
-# Operator bounds on runs launched from the workbench (workbench/runs/bounds.py: checked at launch and
+# Operator bounds on runs launched from the workbench (workbench/runs/config/bounds.py: checked at launch and
 # again on the worker). Each setting is named after its variable; `python -m trainers` is not bounded.
 WORKBENCH_SANDBOX_MAX_WALL_S = float(os.environ.get("WORKBENCH_SANDBOX_MAX_WALL_S", "60"))
 WORKBENCH_SANDBOX_MAX_CPU_S = float(os.environ.get("WORKBENCH_SANDBOX_MAX_CPU_S", "60"))

@@ -17,6 +17,7 @@ urlpatterns = [
     path("favicon.ico", favicon),
     path("", include("workbench.home.urls")),
     path("", include("workbench.accounts.urls")),
+    path("", include("workbench.status.urls")),
     path("", include("workbench.jobs.urls")),
     path("catalog/", include("workbench.catalog.urls")),
     path("datasets/", include("workbench.datasets.urls")),

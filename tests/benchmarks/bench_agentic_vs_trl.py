@@ -118,10 +118,10 @@ def build_policy(out: Path, sft_steps: int, seed: int = 0) -> Path:
     """The tiny model with TRL's Qwen2.5 chat template, after `sft_steps` of SFT on chained experts."""
     import torch
 
+    from trainers.models.model_io import load_policy
     from trainers.models.tiny import build_tiny_model, build_tokenizer
     from trainers.templates.hf_native import HFNativeTemplate
     from trainers.tools.toolset import Toolset
-    from trainers.training.model_io import load_policy
     from trainers.training.sft import render_experts, sft_train
     from trainers.training.tiny_policy import conversation_corpus
 

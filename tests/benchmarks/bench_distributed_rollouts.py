@@ -30,15 +30,15 @@ import torch
 
 from tests.benchmarks.bench_overlap import CALLS, TOKENS_PER_TURN, EveryTurnCalls  # registers bench_sleep
 from trainers.backends.hf import HFBackend
-from trainers.backends.sampling import SamplingParams
+from trainers.config.limits import RolloutLimits
+from trainers.config.sampling import SamplingParams
+from trainers.models.model_io import load_policy
 from trainers.models.tiny import build_tiny_model
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.limits import RolloutLimits
 from trainers.rollout.remote import PoolDispatcher, RemoteRollouts, rollout_spec
 from trainers.storage.store import ArtifactStore
 from trainers.storage.weights import load_published_policy, load_version, publish_weights
 from trainers.templates import TEMPLATES
-from trainers.training.model_io import load_policy
 
 TEMPLATE = "bench_every_turn_calls"
 LATENCY_ENV = "BENCH_TOOL_LATENCY"  # spawned workers build the template by name: its latency comes from here

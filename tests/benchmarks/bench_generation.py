@@ -28,7 +28,7 @@ import torch
 from trainers.backends.base import GenerationRequest
 from trainers.backends.hf import HFBackend
 from trainers.backends.prefill_plan import left_pad
-from trainers.backends.sampling import SamplingParams
+from trainers.config.sampling import SamplingParams
 from trainers.models.tiny import build_tiny_model
 
 

@@ -257,7 +257,7 @@ async def lag_probe(browser: Browser, run: Run, stats: Stats, done: asyncio.Even
 
 async def wait_for_keys(run: Run, trainer: subprocess.Popen, timeout: float = 600) -> list[str]:
     """The series the run has logged once its first step is stored (what the dashboard's charts ask for)."""
-    from workbench.runs.series import series_keys
+    from workbench.runs.telemetry.series import series_keys
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and trainer.poll() is None:

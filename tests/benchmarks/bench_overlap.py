@@ -25,11 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch
 
 from trainers.backends.hf import HFBackend
-from trainers.backends.sampling import SamplingParams
+from trainers.config.limits import RolloutLimits
+from trainers.config.sampling import SamplingParams
 from trainers.models.tiny import build_tiny_model
 from trainers.parsing.response import ParsedResponse
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.limits import RolloutLimits
 from trainers.templates.qwen_tool import QwenToolTemplate
 from trainers.tools.base import TOOLS, Tool, ToolOutput
 from trainers.tools.toolset import Toolset

@@ -29,7 +29,7 @@ from django.urls import reverse  # noqa: E402
 from runs_bench_support import bench_client, cpu_per_request_ms, timed  # noqa: E402
 
 from workbench.runs.models import MetricPoint, Run  # noqa: E402
-from workbench.runs.rollups import rollups_rebuild  # noqa: E402
+from workbench.runs.telemetry.rollups import rollups_rebuild  # noqa: E402
 
 TARGET_MS = 150.0
 

@@ -29,7 +29,8 @@ from django.urls import reverse  # noqa: E402
 from runs_bench_support import bench_client, cpu_per_request_ms, timed  # noqa: E402
 
 from workbench.runs.models import Run, TrajectoryRecord  # noqa: E402
-from workbench.runs.selectors import TrajectoryFilters, trajectory_group, trajectory_list  # noqa: E402
+from workbench.runs.selectors import trajectory_group, trajectory_list  # noqa: E402
+from workbench.runs.trajectories.filters import TrajectoryFilters  # noqa: E402
 
 TARGET_MS = 100.0
 PER_STEP = 64  # 8 groups x 8 samples

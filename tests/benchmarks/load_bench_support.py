@@ -58,7 +58,7 @@ def main(run_id: int, stamps: Path) -> int:
 
     django.setup()
     from trainers.workbench_api import run_config
-    from workbench.runs.execution import run_execute
+    from workbench.runs.execution.worker import run_execute
 
     torch.set_num_threads(1)  # the web server and the simulated users share the machine
     with stamps.open("a", encoding="utf-8") as out:

@@ -132,7 +132,7 @@ class Bench:
         return self._model_dir
 
     def load(self, dtype: torch.dtype) -> tuple[torch.nn.Module, object]:
-        from trainers.training.model_io import load_policy
+        from trainers.models.model_io import load_policy
 
         model, tokenizer = load_policy(self.model_dir(), dtype=dtype)
         return model.to(self.profile.device).eval(), tokenizer
@@ -334,9 +334,9 @@ def demo_section(bench: Bench) -> list[Row]:
     from trainers.demo.model import build_demo_model
     from trainers.demo.recipe import held_out_eval, rl_config
     from trainers.demo.settings import DemoSettings
+    from trainers.models.model_io import load_policy
     from trainers.templates import TEMPLATES
     from trainers.tools.toolset import Toolset
-    from trainers.training.model_io import load_policy
     from trainers.training.run import run_config
     from trainers.training.sft import render_experts, sft_train
 

@@ -32,9 +32,9 @@ def demo_sft_policy(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from trainers.demo.arithmetic import make_splits, write_rows
     from trainers.demo.experts import make_experts
     from trainers.demo.model import build_demo_model
+    from trainers.models.model_io import load_policy
     from trainers.templates import TEMPLATES
     from trainers.tools.toolset import Toolset
-    from trainers.training.model_io import load_policy
     from trainers.training.sft import render_experts, sft_train
 
     torch.set_num_threads(1)

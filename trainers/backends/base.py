@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from trainers.backends.sampling import SamplingParams
+from trainers.config.sampling import SamplingParams
 
 FinishReason = Literal["stop", "eos", "length"]
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import torch
 
-from trainers.backends.sampling import SamplingParams
+from trainers.config.sampling import SamplingParams
 
 
 def processed_logprobs(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:

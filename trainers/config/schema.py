@@ -10,7 +10,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from trainers.backends.sampling import SamplingParams
 from trainers.config.algorithm import (
     AlgorithmConfig,
     FilterConfig,
@@ -18,6 +17,8 @@ from trainers.config.algorithm import (
     MismatchConfig,
     default_algorithm,
 )
+from trainers.config.limits import RolloutLimits
+from trainers.config.sampling import SamplingParams
 from trainers.config.sections import (
     CheckpointConfig,
     DataConfig,
@@ -34,7 +35,6 @@ from trainers.config.sections import (
     TrainingConfig,
 )
 from trainers.rewards import RewardDefinition
-from trainers.rollout.limits import RolloutLimits
 
 # descriptions for fields of shared models that do not carry one, so every form field has help text
 _SHARED_DESCRIPTIONS = {

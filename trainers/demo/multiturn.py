@@ -265,8 +265,8 @@ def held_out_eval(
     progress: Progress | None = None, name: str = "evaluation",
 ) -> dict:  # fmt: skip
     from trainers.backends.hf import HFBackend
+    from trainers.config.limits import RolloutLimits
     from trainers.rollout.engine import RolloutEngine
-    from trainers.rollout.limits import RolloutLimits
     from trainers.training.evaluate import Evaluator
 
     engine = RolloutEngine(
@@ -318,7 +318,7 @@ class MultiTurnSFT:
 
     def fresh(self) -> MultiTurnSFT:
         """The same SFT result with the policy reloaded from its checkpoint (RL trains `model` in place)."""
-        from trainers.training.model_io import load_policy
+        from trainers.models.model_io import load_policy
 
         model, tokenizer = load_policy(self.checkpoint)
         return replace(self, model=model, tokenizer=tokenizer)
@@ -331,8 +331,8 @@ def multiturn_sft(
     import torch
 
     from trainers.demo.model import build_demo_model
+    from trainers.models.model_io import load_policy
     from trainers.templates import TEMPLATES
-    from trainers.training.model_io import load_policy
     from trainers.training.sft import render_experts, sft_train
 
     if s.threads:

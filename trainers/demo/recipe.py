@@ -21,11 +21,11 @@ from trainers.demo.model import build_demo_model
 from trainers.demo.progress import Progress, evaluation_numbers, rl_sink
 from trainers.demo.settings import DemoSettings
 from trainers.metrics import keys
+from trainers.models.model_io import load_policy
 from trainers.templates import TEMPLATES
 from trainers.tools.toolset import Toolset
 from trainers.training.checkpoint import load_model_weights
 from trainers.training.evaluate import Evaluator, correctness_judge
-from trainers.training.model_io import load_policy
 from trainers.training.run import run_config
 from trainers.training.sft import render_experts, sft_train
 
@@ -94,8 +94,8 @@ def held_out_eval(
     name: str = "evaluation",
 ) -> dict[str, float]:  # fmt: skip
     from trainers.backends.hf import HFBackend
+    from trainers.config.limits import RolloutLimits
     from trainers.rollout.engine import RolloutEngine
-    from trainers.rollout.limits import RolloutLimits
 
     engine = RolloutEngine(HFBackend(model, tokenizer), "qwen_tool", ["calculator"], RolloutLimits(**LIMITS))
     evaluator = Evaluator(engine, rows, correctness_judge("numeric"), samples=settings.eval_samples)

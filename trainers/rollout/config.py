@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainers.backends.sampling import SamplingParams
+from trainers.config.limits import RolloutLimits
+from trainers.config.sampling import SamplingParams
 from trainers.config.sections import ModelConfig, TemplateConfig, ToolBindingConfig
-from trainers.rollout.limits import RolloutLimits
 
 
 class RolloutRunConfig(BaseModel):

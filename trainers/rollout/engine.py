@@ -16,11 +16,11 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from trainers.backends.base import GenerationBackend, GenerationRequest
-from trainers.backends.sampling import SamplingParams
+from trainers.config.limits import TOOL_LIMIT_NOTICE, RolloutLimits
+from trainers.config.sampling import SamplingParams
 from trainers.envs.base import Environment
 from trainers.parsing.tool_calls import called_name
 from trainers.rollout.caller_thread import run_with_caller_executor
-from trainers.rollout.limits import TOOL_LIMIT_NOTICE, RolloutLimits
 from trainers.rollout.observations import observation
 from trainers.rollout.scheduler import GenerationScheduler, SchedulerStats
 from trainers.templates import TEMPLATES, ChatTemplate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from trainers.rollout.limits import RolloutLimits
+from trainers.config.limits import RolloutLimits
 from trainers.trajectory import ToolResult
 
 

@@ -21,7 +21,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from trainers.backends.sampling import SamplingParams
+from trainers.config.sampling import SamplingParams
 from trainers.metrics import keys
 from trainers.models.device import resolve_device
 from trainers.rollout.scheduler import SchedulerStats
@@ -161,8 +161,8 @@ class RolloutWorkerState:
         return loaded, time.perf_counter() - start
 
     def _engine(self, loaded: _Loaded, spec: dict[str, Any]) -> Any:
+        from trainers.config.limits import RolloutLimits
         from trainers.rollout.engine import RolloutEngine
-        from trainers.rollout.limits import RolloutLimits
 
         key = repr(sorted((k, repr(v)) for k, v in spec.items() if k != "sampling"))
         if key not in loaded.engines:

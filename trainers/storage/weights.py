@@ -85,7 +85,7 @@ def load_version(store: ArtifactStore, prefix: str, version: int, model: Any) ->
 
 def load_published_policy(store: ArtifactStore, prefix: str, version: int) -> tuple[Any, Any]:
     """(model, tokenizer) built from version `version` and the published tokenizer, in eval mode."""
-    from trainers.training.model_io import load_policy
+    from trainers.models.model_io import load_policy
 
     with tempfile.TemporaryDirectory(prefix="weights-") as tmp:
         local = fetch_version(store, prefix, version, Path(tmp) / "version")

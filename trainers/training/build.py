@@ -19,13 +19,14 @@ from trainers.filters import FILTERS
 from trainers.losses.objective import PolicyLossConfig
 from trainers.metrics.echo_trap import EchoTrapDetector
 from trainers.models.device import model_device, resolve_device
+from trainers.models.model_io import load_policy
 from trainers.rollout.engine import RolloutEngine
 from trainers.rollout.remote import Dispatcher, RemoteRollouts, rollout_spec
 from trainers.training.data import PromptSampler, read_rows, split_rows
-from trainers.training.engines import make_engine
+from trainers.training.engines.factory import make_engine
+from trainers.training.eval_schedule import checkpoint_period
 from trainers.training.evaluate import Evaluator, correctness_judge
 from trainers.training.loop import LoopSettings, Trainer
-from trainers.training.model_io import load_policy
 from trainers.training.optim import adamw
 from trainers.training.policy import ValueHead, frozen_copy
 from trainers.training.sinks import RunDirSink, Sink
@@ -135,13 +136,6 @@ def _measures_mismatch(config: RunConfig) -> bool:
     return mismatch.measure or mismatch.tis_cap is not None or config.generation.backend == "vllm"
 
 
-def _checkpoint_every(config: RunConfig) -> int:
-    """The checkpoint schedule; evaluations run as jobs (evaluation.runner) read a checkpoint at every one of
-    their steps, so the trainer also writes one there."""
-    every, evaluation = config.checkpoint.every_steps, config.evaluation
-    return math.gcd(every, evaluation.every_steps) if evaluation.runner == "jobs" else every
-
-
 def build_trainer(
     config: RunConfig,
     *,
@@ -192,7 +186,7 @@ def build_trainer(
         max_refill_rounds=max((getattr(f, "max_refill_rounds", 0) for f in config.filters), default=0),
         eval_every=config.evaluation.every_steps,
         eval_at_start=config.evaluation.at_start,
-        checkpoint_every=_checkpoint_every(config),
+        checkpoint_every=checkpoint_period(config.checkpoint.every_steps, config.evaluation),
         keep_checkpoints=config.checkpoint.keep,
         keep_best=config.checkpoint.keep_best,
         on_alert=config.echo_trap.on_alert,

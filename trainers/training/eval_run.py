@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from trainers.backends.sampling import SamplingParams
+from trainers.config.limits import RolloutLimits
 from trainers.config.loader import ConfigError, _read, error_list
+from trainers.config.sampling import SamplingParams
 from trainers.config.sections import ModelConfig, TemplateConfig, ToolBindingConfig
 from trainers.rewards import RewardDefinition
-from trainers.rollout.limits import RolloutLimits
 
 if TYPE_CHECKING:
     from trainers.trajectory import Trajectory
@@ -122,11 +122,11 @@ def evaluate_config(
 
     from trainers.backends.hf import HFBackend
     from trainers.models.device import resolve_device
+    from trainers.models.model_io import load_policy
     from trainers.rewards import RewardContext
     from trainers.rollout.engine import RolloutEngine
     from trainers.training.data import read_rows
     from trainers.training.evaluate import correctness_judge, pass_at_k, summarise
-    from trainers.training.model_io import load_policy
 
     if model is None:
         model, tokenizer = load_policy(resolve_eval_model(config), tokenizer_path=config.model.tokenizer_path)

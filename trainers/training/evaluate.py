@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from trainers.backends.sampling import SamplingParams
+from trainers.config.sampling import SamplingParams
 from trainers.rewards.base import RewardContext
 from trainers.rewards.correctness import Correctness
 from trainers.rollout.engine import RolloutEngine

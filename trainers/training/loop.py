@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from trainers.advantages import AdvantageEstimator, advantage_batch_from_trajectories, write_advantages
-from trainers.backends.sampling import SamplingParams
+from trainers.config.sampling import SamplingParams
 from trainers.filters import FILTERS
 from trainers.filters.base import GroupFilter, apply_filters, group_trajectories
 from trainers.losses.objective import PolicyLossConfig
@@ -29,6 +29,7 @@ from trainers.rollout.engine import RolloutEngine
 from trainers.training.checkpoint import checkpoint_dir
 from trainers.training.data import PromptSampler
 from trainers.training.engines import TrainingEngine
+from trainers.training.eval_schedule import evaluation_due
 from trainers.training.evaluate import Evaluator
 from trainers.training.mismatch import mismatch_metrics, sampler_logprobs
 from trainers.training.policy import PolicyOutput, ValueHead, collate, forward_policy
@@ -120,9 +121,8 @@ class Trainer:
                 break
         if self._checkpointed != self.step:
             self.checkpoint()
-        if self.evaluator is not None and (
-            self.settings.eval_every == 0 or self.step % self.settings.eval_every
-        ):
+        # the last step reached is evaluated, unless the schedule already did after it
+        if self.evaluator is not None and not evaluation_due(self.settings.eval_every, self.step, last=False):
             self.evaluate()
         self.sink.close()
         return TrainResult(self.step, stopped, dict(self.best), time.perf_counter() - start)
@@ -137,11 +137,7 @@ class Trainer:
             self.sink.log_alerts(alerts)
             if any(a.rule == "echo_trap" for a in alerts):
                 stop = self.on_echo_trap()
-        if (
-            self.evaluator is not None
-            and self.settings.eval_every
-            and self.step % self.settings.eval_every == 0
-        ):
+        if self.evaluator is not None and evaluation_due(self.settings.eval_every, self.step, last=False):
             self.evaluate()
         if self.step % self.settings.checkpoint_every == 0 or stop:
             self.checkpoint()

@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from trainers.workbench_api import EvalConfig, Trajectory, eval_metrics_finite
 from workbench.datasets.export import write_split_rows
-from workbench.runs.artifacts import artifact_store, checkpoint_local
-from workbench.runs.ingest import TRAJECTORY_FIELDS, trajectory_record
+from workbench.runs.execution.artifacts import artifact_store, checkpoint_local
+from workbench.runs.trajectories.records import TRAJECTORY_FIELDS, trajectory_record
 
 from .models import Evaluation, EvaluationStatus, EvaluationTrajectory, ModelSource
 from .scheduling import checkpoint_unpin, run_series_record

@@ -10,9 +10,9 @@ from workbench.accounts.access import TeamScopedFormMixin
 from workbench.datasets.models import DatasetKind, DatasetVersion
 from workbench.prompts.models import PromptTemplateVersion
 from workbench.rewards.models import RewardDefinitionVersion
-from workbench.runs.bounds import OperatorBounds
-from workbench.runs.forms import VersionChoiceField, VersionMultipleChoiceField
+from workbench.runs.config.bounds import OperatorBounds
 from workbench.runs.models import Checkpoint
+from workbench.runs.web.forms import VersionChoiceField, VersionMultipleChoiceField
 from workbench.toolschemas.models import ToolSchemaVersion
 
 from .models import ModelSource, Split

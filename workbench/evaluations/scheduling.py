@@ -1,8 +1,10 @@
 """Evaluations a run schedules itself (`evaluation.runner: jobs`): when its worker records a checkpoint at
-an `evaluation.every_steps` step or at the end, that checkpoint is evaluated on the run's eval split as
-evaluation jobs on the rollout queue (greedy when `evaluation.greedy`, and k = `pass_k` samples at the
-rollout temperature, as the inline evaluator does), so training goes on meanwhile; the results join the
-run's `eval/` series at the checkpoint's step, where the dashboard's evaluation chart and compare read them.
+an `evaluation.every_steps` step or at the end (runs/ingest.py hands each new checkpoint to
+`evaluations_schedule`: settings.RUNS_CHECKPOINT_SERVICES), that checkpoint is evaluated on the run's
+eval split as evaluation jobs on the rollout queue (greedy when `evaluation.greedy`, and k = `pass_k`
+samples at the rollout temperature, as the inline evaluator does), so training goes on meanwhile; the
+results join the run's `eval/` series at the checkpoint's step, where the dashboard's evaluation chart and
+compare read them.
 """
 
 from __future__ import annotations
@@ -11,12 +13,12 @@ import logging
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
-from workbench.runs.ingest import metrics_ingest
+from trainers.workbench_api import RunConfig, evaluation_due
+from workbench.runs.telemetry.ingest import metrics_ingest
 
 from .models import FINISHED_STATUSES, Evaluation, ModelSource, Split
 from .services import evaluation_config_compose, evaluation_launch
@@ -26,19 +28,18 @@ COUNTS = ("problems", "samples", "trajectories")  # bookkeeping, not series
 UNNEEDED_STATE = "trainer_state.pt"
 
 
-def _due(config: Any, step: int) -> bool:
-    evaluation = config.get("evaluation") if isinstance(config, dict) else None
-    if not isinstance(evaluation, dict) or evaluation.get("runner") != "jobs":
+def _due(run, step: int) -> bool:
+    """Whether the run schedules evaluation jobs for its checkpoint at `step` (the trainers' rule)."""
+    config = run.typed_config
+    if config.evaluation.runner != "jobs":
         return False
-    every, steps = evaluation.get("every_steps") or 0, (config.get("training") or {}).get("steps")
-    return step == steps or (every > 0 and step % every == 0)
+    return evaluation_due(config.evaluation.every_steps, step, last=step == config.training.steps)
 
 
-def _modes(config: dict[str, Any]) -> list[tuple[str, int, float]]:
+def _modes(config: RunConfig) -> list[tuple[str, int, float]]:
     """(mode, k, temperature) of each job, as the inline evaluator samples."""
-    evaluation, sampling = config.get("evaluation") or {}, config.get("sampling") or {}
-    modes = [("sampled", int(evaluation.get("pass_k") or 1), float(sampling.get("temperature") or 1.0))]
-    if evaluation.get("greedy", True):
+    modes = [("sampled", config.evaluation.pass_k, config.sampling.temperature or 1.0)]
+    if config.evaluation.greedy:
         modes.insert(0, ("greedy", 1, 0.0))
     return modes
 
@@ -48,7 +49,7 @@ def evaluations_schedule(*, checkpoint) -> list[Evaluation]:
     """Queue the evaluations due for this checkpoint of its run (none when not due, already queued, or the
     run has no eval split to evaluate on)."""
     run = checkpoint.run
-    if not _due(run.config, checkpoint.step):
+    if not _due(run, checkpoint.step):
         return []
     version = run.dataset_version
     if version is None or not version.eval_count:
@@ -56,14 +57,14 @@ def evaluations_schedule(*, checkpoint) -> list[Evaluation]:
         return []
     if Evaluation.objects.filter(checkpoint=checkpoint, automatic=True).exists():
         return []
-    seed = int(run.config.get("seed") or 0) + checkpoint.step  # the inline evaluator's seed at this step
+    config = run.typed_config
+    seed = config.seed + checkpoint.step  # the inline evaluator's seed at this step
     pinned = checkpoint_pin(checkpoint)
     created = []
-    for mode, k, temperature in _modes(run.config):
+    for mode, k, temperature in _modes(config):
         snapshot, label = evaluation_config_compose(
             team=run.team, source=ModelSource.CHECKPOINT, checkpoint=checkpoint, samples=k,
-            temperature=temperature, max_problems=(run.config.get("evaluation") or {}).get("max_problems"),
-            seed=seed,
+            temperature=temperature, max_problems=config.evaluation.max_problems, seed=seed,
         )  # fmt: skip
         if pinned is not None:
             snapshot["model"]["path"] = str(pinned)
@@ -125,21 +126,3 @@ def run_series_record(evaluation: Evaluation) -> int:
         if value is not None and key not in COUNTS
     ]
     return metrics_ingest(run_id=evaluation.run_id, points=points, advance_step=False)
-
-
-def on_checkpoint_saved(sender, instance, created: bool, **kwargs) -> None:
-    """post_save of a run's Checkpoint: schedule its evaluations once the row is committed."""
-    if created and _due(instance.run.config, instance.step):
-        transaction.on_commit(lambda: _schedule_quietly(instance.pk))
-
-
-def _schedule_quietly(checkpoint_id: int) -> None:
-    """A failure to schedule is logged: it must never fail the run whose checkpoint was just stored."""
-    from workbench.runs.models import Checkpoint
-
-    try:
-        checkpoint = Checkpoint.objects.select_related("run").filter(pk=checkpoint_id).first()
-        if checkpoint is not None:
-            evaluations_schedule(checkpoint=checkpoint)
-    except Exception:
-        logger.exception("could not schedule the evaluations of checkpoint %s", checkpoint_id)

@@ -12,7 +12,7 @@ from django.http import Http404
 from workbench.accounts.access import get_scoped_or_404, team_queryset
 from workbench.accounts.models import Role
 from workbench.datasets.models import DatasetVersion
-from workbench.runs.selectors import SORTS, TrajectoryFilters
+from workbench.runs.trajectories.filters import SORTS, TrajectoryFilters
 
 from .models import Evaluation, EvaluationStatus, EvaluationTrajectory
 

@@ -14,11 +14,12 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from trainers.workbench_api import ConfigError, RunConfig, eval_config_from_run
+from trainers.workbench_api import ConfigError, RunConfig, eval_config_from_run, validate_config
 from workbench.accounts.access import require_role, team_id_of
 from workbench.accounts.models import Role
+from workbench.celery_app import app as celery_app
 from workbench.datasets.models import DatasetKind
-from workbench.runs.bounds import OutOfBounds, run_config_bound
+from workbench.runs.config.bounds import OutOfBounds, run_config_bound
 from workbench.runs.services import run_config_compose
 
 from .models import Evaluation, ModelSource, Split
@@ -26,16 +27,17 @@ from .models import Evaluation, ModelSource, Split
 # the snapshot leaves these to the worker
 WORKER_FIELDS = {"data_path", "output_dir", "trajectories"}
 SAMPLES_MAX = 64
+EVALUATE_TASK = "workbench.evaluations.tasks.rollout_evaluate"  # tasks.py registers it by this name
 
 
 def _split_count(dataset_version, split: str) -> int:
     return dataset_version.eval_count if split == Split.EVAL else dataset_version.train_count
 
 
-def _model_section(base: dict[str, Any], source: str, model_path: str, checkpoint) -> tuple[dict, str]:
-    """The config's model section and the label the leaderboard shows for it."""
-    model = dict(base.get("model") or {})
-    model["tokenizer_path"] = None  # a checkpoint and a model directory carry their own tokenizer
+def _model_section(run: RunConfig, source: str, model_path: str, checkpoint) -> tuple[dict, str]:
+    """The run config's model section and the label the leaderboard shows for it."""
+    # a checkpoint and a model directory carry their own tokenizer
+    model = {**run.model.model_dump(mode="json"), "tokenizer_path": None}
     if source == ModelSource.TINY:
         return {**model, "path": "tiny"}, "tiny"
     if source == ModelSource.PATH:
@@ -64,16 +66,17 @@ def evaluation_config_compose(
     composed = run_config_compose(
         base=base, prompt_version=prompt_version, reward_version=reward_version, tool_versions=tool_versions
     )
-    model, label = _model_section(composed, source, model_path, checkpoint)
-    sampling = dict(composed.get("sampling") or {})
-    if temperature is not None:
-        sampling["temperature"] = temperature
-    fields = {
-        "model": model,
-        "sampling": sampling,
-        "limits": {**(composed.get("limits") or {}), **(limits or {})},
-    }
     try:
+        run = validate_config(composed)
+        model, label = _model_section(run, source, model_path, checkpoint)
+        sampling = run.sampling.model_dump(mode="json")
+        if temperature is not None:
+            sampling["temperature"] = temperature
+        fields = {
+            "model": model,
+            "sampling": sampling,
+            "limits": {**run.limits.model_dump(mode="json"), **(limits or {})},
+        }
         config = eval_config_from_run(
             composed, **fields, data_path="-", samples=samples, max_problems=max_problems, seed=seed
         )
@@ -173,13 +176,12 @@ def evaluation_create(
 
 
 def evaluation_launch(*, evaluation: Evaluation) -> None:
-    """Enqueue the evaluation on its queue once the row is committed; the task id is known up front."""
-    from .tasks import rollout_evaluate
-
+    """Enqueue the evaluation on its queue once the row is committed; the task id is known up front. Sent
+    by name: the task runs the worker side (execution.py), which the web side need not import."""
     evaluation.celery_task_id = uuid.uuid4().hex
     evaluation.save(update_fields=["celery_task_id"])
     transaction.on_commit(
-        lambda: rollout_evaluate.apply_async(
-            args=[evaluation.pk], queue=evaluation.queue, task_id=evaluation.celery_task_id
+        lambda: celery_app.send_task(
+            EVALUATE_TASK, args=[evaluation.pk], queue=evaluation.queue, task_id=evaluation.celery_task_id
         )
     )

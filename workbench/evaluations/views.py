@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from workbench.accounts.access import get_scoped_or_404, role_at_least, team_role_required
 from workbench.accounts.models import Role
 from workbench.datasets.models import DatasetVersion
-from workbench.runs.forms import TrajectoryFilterForm
+from workbench.runs.trajectories.filters import TrajectoryFilterForm
 
 from . import selectors, services
 from .forms import EvaluationForm

@@ -10,9 +10,9 @@ from workbench.accounts.models import Role, Team
 from workbench.catalog.selectors import recent_changes
 from workbench.jobs.models import WorkerHeartbeat
 from workbench.jobs.selectors import workers_online
-from workbench.runs.forms import preset_choices
 from workbench.runs.models import Run
-from workbench.runs.overview import (
+from workbench.runs.web.forms import preset_choices
+from workbench.runs.web.overview import (
     SPARKLINE_KEY,
     RunInFlight,
     runs_held,

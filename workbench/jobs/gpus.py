@@ -16,10 +16,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
 
 from workbench.jobs.models import GpuAssignment, WorkerHeartbeat
-from workbench.runs.models import RunStatus
 
 logger = logging.getLogger(__name__)
 GPUS_ENV = "WORKBENCH_GPUS"
@@ -114,13 +112,6 @@ def gpus_release(*, run_id: int, attempt: int | None = None) -> int:
     if attempt is not None:
         rows = rows.filter(attempt__lte=attempt)
     return rows.delete()[0]
-
-
-def gpus_prune() -> int:
-    """Free GPUs whose attempt is over however it ended (a worker killed between its claim and its own
-    release, a run deleted): held only by the attempt its run is running now."""
-    current = Q(run__status=RunStatus.RUNNING, attempt=F("run__attempts"))
-    return GpuAssignment.objects.exclude(current).delete()[0]
 
 
 @contextmanager

@@ -84,6 +84,8 @@ class GpuAssignment(models.Model):
     attempt = models.PositiveIntegerField()
     taken_at = models.DateTimeField(default=timezone.now)
 
+    team_field = "run__team"  # seen by the run's team (accounts.access)
+
     class Meta:
         ordering = ["host", "index"]
         constraints = [models.UniqueConstraint(fields=["host", "index"], name="jobs_gpu_one_run_per_gpu")]

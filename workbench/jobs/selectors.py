@@ -53,12 +53,11 @@ def workers_gpu_slots(*, workers: list[WorkerHeartbeat], user) -> list[WorkerHea
     free) and whether the user may see that run (another team's run shows as taken, unnamed)."""
     from workbench.accounts.access import team_queryset
     from workbench.jobs.gpus import machine_of
-    from workbench.runs.models import Run
 
     hosts = {machine_of(w.hostname) for w in workers}
-    held = {(a.host, a.index): a for a in GpuAssignment.objects.filter(host__in=hosts).select_related("run")}
-    runs = [a.run_id for a in held.values()]
-    visible = set(team_queryset(Run, user).filter(pk__in=runs).values_list("pk", flat=True))
+    assignments = GpuAssignment.objects.filter(host__in=hosts)
+    held = {(a.host, a.index): a for a in assignments.select_related("run")}
+    visible = set(team_queryset(assignments, user).values_list("run_id", flat=True))
     for worker in workers:
         host = machine_of(worker.hostname)
         worker.gpu_slots = []

@@ -4,8 +4,6 @@ from workbench.jobs import views
 
 app_name = "jobs"
 urlpatterns = [
-    path("status/", views.status, name="status"),
-    path("status/panel/", views.status_panel, name="status_panel"),
     path("status/check/<str:queue>/", views.queue_check_start, name="queue_check"),
     path("jobs/<uuid:pk>/progress/", views.progress, name="progress"),
     path("healthz", views.health, name="health"),

@@ -8,4 +8,4 @@ class RunsConfig(AppConfig):
     verbose_name = "Runs"
 
     def ready(self) -> None:
-        from workbench.runs import sweeper  # noqa: F401  (connects the worker signals)
+        from workbench.runs.execution import sweeper  # noqa: F401  (connects the worker signals)

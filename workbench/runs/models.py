@@ -6,9 +6,13 @@ batch or a resumed run overwrites instead of duplicating.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+
+from trainers.workbench_api import RunConfig, validate_config
 
 
 class Tag(models.Model):
@@ -100,6 +104,12 @@ class Run(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("runs:detail", args=[self.pk])
+
+    @cached_property
+    def typed_config(self) -> RunConfig:
+        """The config snapshot as the trainers read it (validated, defaults filled in): the one view the
+        workbench reads a run's settings through; `config` stays the stored JSON."""
+        return validate_config(self.config)
 
     @property
     def is_finished(self) -> bool:

@@ -14,6 +14,7 @@ from workbench.accounts.access import get_scoped_or_404, team_queryset
 from workbench.accounts.models import Role
 
 from .models import Run, TrajectoryRecord
+from .trajectories.filters import SORTS, TrajectoryFilters
 
 
 def run_list(*, user, team=None, status: str = "", tag: str = "", search: str = "") -> QuerySet[Run]:
@@ -35,49 +36,6 @@ def run_get(*, user, pk: Any, min_role: str = Role.VIEWER) -> Run:
     return get_scoped_or_404(Run, user, pk, min_role=min_role)
 
 
-@dataclass(frozen=True)
-class TrajectoryFilters:
-    """The inspector's filters; None means "any"."""
-
-    step: int | None = None
-    reward_min: float | None = None
-    reward_max: float | None = None
-    correct: bool | None = None
-    tool: str = ""
-    failed_call: bool | None = None
-    turns_min: int | None = None
-    turns_max: int | None = None
-    length_min: int | None = None
-    length_max: int | None = None
-    group: str = ""
-
-    def as_q(self) -> Q:
-        bounds = {
-            "step": self.step,
-            "reward__gte": self.reward_min,
-            "reward__lte": self.reward_max,
-            "correct": self.correct,
-            "num_turns__gte": self.turns_min,
-            "num_turns__lte": self.turns_max,
-            "length__gte": self.length_min,
-            "length__lte": self.length_max,
-            "group_id": self.group or None,
-            "tool_counts__has_key": self.tool or None,
-        }
-        q = Q(**{lookup: value for lookup, value in bounds.items() if value is not None})
-        if self.failed_call is not None:
-            q &= Q(num_failed_calls__gt=0) if self.failed_call else Q(num_failed_calls=0)
-        return q
-
-
-# Sort name -> column; each has an index (run, column, id) for keyset pages over a whole run.
-SORTS = {
-    "reward": "reward",
-    "length": "length",
-    "turns": "num_turns",
-    "tool_calls": "num_tool_calls",
-    "step": "step",
-}
 LIST_COLUMNS = [
     "id", "step", "key", "group_id", "sample_index", "reward", "advantage", "correct", "num_turns",
     "num_tool_calls", "num_failed_calls", "length", "tool_counts", "final_answer",

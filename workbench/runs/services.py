@@ -21,9 +21,9 @@ from workbench.jobs.gpus import gpu_launch_error
 from workbench.jobs.queues import QUEUE_NAMES
 from workbench.jobs.selectors import workers_online
 
-from .bounds import OutOfBounds, run_config_bound
+from .config.bounds import OutOfBounds, run_config_bound
+from .config.requirements import run_requirements_errors
 from .models import Run, RunStatus, Tag
-from .requirements import run_requirements_errors
 
 
 def run_config_compose(
@@ -114,13 +114,14 @@ def run_create(
     )
     snapshot = run_config_validate(composed)
     run_config_check_bounds(team, snapshot)
+    typed = validate_config(snapshot)
     missing = run_requirements_errors(
-        snapshot, dataset_version=dataset_version, sft_dataset_version=sft_dataset_version
+        typed, dataset_version=dataset_version, sft_dataset_version=sft_dataset_version
     )
     if missing:  # what the worker would refuse a moment after it starts
         raise ValidationError(missing)
     if launch:
-        run_gpus_check(gpus=snapshot["resources"]["gpus"], queue=queue)
+        run_gpus_check(gpus=typed.resources.gpus, queue=queue)
     run = Run(
         team=team,
         created_by=user,

@@ -10,8 +10,8 @@ from django.conf import settings
 from trainers.workbench_api import RolloutJob, RolloutWorkerState, run_config
 from workbench.jobs.gpus import GpusBusy
 
-from .execution import RunBusy, run_execute
-from .rollout_dispatch import CeleryDispatcher, rollout_weights_delete, rollout_weights_url
+from .execution.rollout_dispatch import CeleryDispatcher, rollout_weights_delete, rollout_weights_url
+from .execution.worker import RunBusy, run_execute
 
 _rollout_worker = None  # this process's RolloutWorkerState: the policies it keeps loaded between jobs
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, views
+from .web import api, views
 
 app_name = "runs"
 urlpatterns = [

@@ -21,7 +21,7 @@ from trainers.backends.fast_decoder import FastDecoder, FastWeights, unsupported
 from trainers.backends.hf import HFBackend, HFDecoder
 from trainers.backends.prefill_plan import plan_prefill
 from trainers.backends.prefix_cache import PrefixCache
-from trainers.backends.sampling import SamplingParams
+from trainers.config.sampling import SamplingParams
 
 GREEDY = SamplingParams(temperature=0.0)
 SMALL = {

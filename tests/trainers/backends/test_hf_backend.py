@@ -10,7 +10,7 @@ import torch
 from trainers.backends.base import GenerationRequest
 from trainers.backends.hf import HFBackend
 from trainers.backends.sampler import processed_logprobs, sample_step
-from trainers.backends.sampling import SamplingParams
+from trainers.config.sampling import SamplingParams
 
 GREEDY = SamplingParams(temperature=0.0)
 

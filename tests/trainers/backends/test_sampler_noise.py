@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from trainers.backends.sampler import _GOLDEN, _mix, gumbel_noise, sample_step, uniform_from_bits
-from trainers.backends.sampling import SamplingParams
+from trainers.config.sampling import SamplingParams
 
 # Seeds whose hash (step 0) has its top 24 bits all ones at one token, found by a search over seeds:
 # the old 24-bit uniform (2**24 - 1 + 0.5) / 2**24 rounded to 1.0 there and the noise was +inf.

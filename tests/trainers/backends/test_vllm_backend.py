@@ -14,7 +14,6 @@ import torch
 from tests.trainers.backends.vllm_double import Api, CompletionOutput, Logprob
 from trainers.backends.base import GenerationRequest
 from trainers.backends.hf import HFBackend
-from trainers.backends.sampling import SamplingParams
 from trainers.backends.vllm import (
     LOAD_WEIGHTS,
     WORKER_EXTENSION,
@@ -24,7 +23,8 @@ from trainers.backends.vllm import (
     sampling_params,
     to_output,
 )
-from trainers.training.model_io import load_policy
+from trainers.config.sampling import SamplingParams
+from trainers.models.model_io import load_policy
 
 GREEDY = SamplingParams(temperature=0.0)
 

@@ -9,10 +9,10 @@ import torch
 
 from tests.trainers.backends.vllm_double import Api
 from trainers.backends import vllm as vllm_backend
-from trainers.backends.sampling import SamplingParams
-from trainers.rollout.limits import RolloutLimits
+from trainers.config.limits import RolloutLimits
+from trainers.config.sampling import SamplingParams
+from trainers.models.model_io import load_policy
 from trainers.rollout.remote import PoolDispatcher, RemoteRollouts, RolloutWorkerState, rollout_spec
-from trainers.training.model_io import load_policy
 
 ROWS = [{"id": "a", "question": "What is 2 + 3?"}, {"id": "b", "question": "What is 7 * 6?"}]
 LIMITS = RolloutLimits(max_turns=2, max_new_tokens_per_turn=6, max_total_new_tokens=12)

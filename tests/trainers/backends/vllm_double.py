@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from trainers.backends.sampler import processed_logprobs
-from trainers.backends.sampling import SamplingParams as OurSampling
+from trainers.config.sampling import SamplingParams as OurSampling
 
 
 class SamplingParams:

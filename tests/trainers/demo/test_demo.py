@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from trainers.demo.recipe import DemoSettings, held_out_eval, rl_config
+from trainers.models.model_io import load_policy
 from trainers.training.build import build_trainer
-from trainers.training.model_io import load_policy
 
 ARTIST_PARAMS = {"mode": "numeric", "answer_weight": 1.0, "format_weight": 0.0, "tool_weight": 1.0}
 ARTIST = {"components": [{"name": "artist", "params": ARTIST_PARAMS}]}

@@ -32,9 +32,9 @@ from trainers.demo.multiturn import (
 from trainers.demo.sokoban import sokoban_game, solve
 from trainers.envs.frozenlake import FrozenLake
 from trainers.envs.sokoban import STEP_PENALTY
+from trainers.models.model_io import load_policy
 from trainers.templates import TEMPLATES
 from trainers.training.build import build_trainer
-from trainers.training.model_io import load_policy
 from trainers.training.sft import render_experts, sft_train
 from trainers.training.sinks import read_jsonl
 

@@ -8,9 +8,9 @@ import threading
 import pytest
 
 from tests.trainers.rollout.test_overlap import calls_then_answer
+from trainers.config.limits import RolloutLimits
 from trainers.rollout.caller_thread import run_with_caller_executor
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.limits import RolloutLimits
 
 
 def test_executor_calls_run_in_the_calling_thread_while_the_loop_runs_beside_them():

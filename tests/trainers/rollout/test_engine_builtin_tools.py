@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from trainers.config.limits import RolloutLimits
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.limits import RolloutLimits
 
 
 def test_torl_runs_the_code_block_in_the_sandbox_and_shows_the_last_error_line(scripted):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from trainers.config.limits import RolloutLimits
 from trainers.data_prep.tool_n1 import prepare_tool_n1
 from trainers.rewards import RewardContext, RewardDefinition
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.limits import RolloutLimits
 
 TOOLS = [
     {"name": "search_flights", "description": "find flights", "parameters": {"type": "object"}},

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from trainers.config.limits import RolloutLimits
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.limits import RolloutLimits
 from trainers.trajectory import Trajectory
 
 SLEEP = ["test_sleep"]

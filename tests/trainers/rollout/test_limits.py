@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from trainers.config.limits import TOOL_LIMIT_NOTICE, RolloutLimits
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.limits import TOOL_LIMIT_NOTICE, RolloutLimits
 from trainers.rollout.observations import last_error_line, truncate_middle
 
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from trainers.config.limits import RolloutLimits
 from trainers.rewards import REWARDS, RewardContext
 from trainers.rewards.otc import executed_calls
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.limits import RolloutLimits
 
 OTC_PPO = REWARDS.get("otc")(variant="ppo", c=1.0)
 

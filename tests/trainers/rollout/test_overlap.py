@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from tests.trainers.rollout.conftest import SleepTool
+from trainers.config.limits import RolloutLimits
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.limits import RolloutLimits
 
 
 def calls_then_answer(n_calls: int, seconds: float):

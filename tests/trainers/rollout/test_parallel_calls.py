@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from trainers.backends.hf import HFBackend
-from trainers.backends.sampling import SamplingParams
+from trainers.config.limits import TOOL_LIMIT_NOTICE, RolloutLimits
+from trainers.config.sampling import SamplingParams
 from trainers.rewards import REWARDS, RewardContext
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.limits import TOOL_LIMIT_NOTICE, RolloutLimits
 from trainers.tools.base import TOOLS, Tool, ToolOutput
 from trainers.trajectory import Trajectory
 
@@ -273,9 +273,9 @@ EXPERT = {
 def parallel_policy(tmp_path_factory, module_test_tools):
     """A tiny model that learned (SFT on one expert) to make two calls in one message."""
     from trainers.demo.model import build_demo_model
+    from trainers.models.model_io import load_policy
     from trainers.templates import TEMPLATES
     from trainers.tools.toolset import Toolset
-    from trainers.training.model_io import load_policy
     from trainers.training.sft import render_experts, sft_train
 
     torch.set_num_threads(1)

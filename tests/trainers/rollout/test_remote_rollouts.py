@@ -15,6 +15,7 @@ from trainers.backends.hf import HFBackend
 from trainers.config.loader import validate_config
 from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.metrics import keys
+from trainers.models.model_io import load_policy
 from trainers.models.tiny import build_tiny_model
 from trainers.rollout.engine import RolloutEngine
 from trainers.rollout.remote import (
@@ -32,7 +33,6 @@ from trainers.storage.weights import (
     published_versions,
 )
 from trainers.training.build import build_trainer
-from trainers.training.model_io import load_policy
 from trainers.training.sinks import read_jsonl
 
 

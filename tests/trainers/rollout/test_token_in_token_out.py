@@ -8,10 +8,10 @@ import torch
 
 from trainers.backends.base import GenerationOutput, GenerationRequest
 from trainers.backends.hf import HFBackend
-from trainers.backends.sampling import SamplingParams
+from trainers.config.limits import RolloutLimits
+from trainers.config.sampling import SamplingParams
 from trainers.parsing.response import ParsedResponse
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.limits import RolloutLimits
 from trainers.templates.qwen_tool import QwenToolTemplate
 from trainers.trajectory import ToolCall, Trajectory
 

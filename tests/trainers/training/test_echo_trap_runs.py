@@ -24,8 +24,8 @@ import pytest
 
 from trainers.config.loader import validate_config
 from trainers.demo.recipe import DemoSettings, demo_sft, rl_config
+from trainers.models.model_io import load_policy
 from trainers.training.build import build_trainer
-from trainers.training.model_io import load_policy
 
 ARTIST_PARAMS = {"mode": "numeric", "answer_weight": 1.0, "format_weight": 0.0, "tool_weight": 1.0}
 ARTIST = {"components": [{"name": "artist", "params": ARTIST_PARAMS}]}  # as the short demo test

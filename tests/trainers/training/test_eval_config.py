@@ -9,6 +9,7 @@ import pytest
 
 from trainers.cli import main
 from trainers.config.loader import ConfigError
+from trainers.models.model_io import load_policy
 from trainers.training.checkpoint import save_checkpoint
 from trainers.training.eval_run import (
     EvalConfig,
@@ -18,7 +19,6 @@ from trainers.training.eval_run import (
     validate_eval_config,
 )
 from trainers.training.evaluate import correctness_judge, pass_at_k, summarise
-from trainers.training.model_io import load_policy
 from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
 
 

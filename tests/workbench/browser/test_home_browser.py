@@ -6,8 +6,8 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from workbench.jobs.models import WorkerHeartbeat
-from workbench.runs.ingest import alerts_record, metrics_ingest
 from workbench.runs.models import Run
+from workbench.runs.telemetry.ingest import alerts_record, metrics_ingest
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 

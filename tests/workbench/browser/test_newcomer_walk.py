@@ -26,7 +26,7 @@ from tests.workbench.support.charts import assert_every_chart_drawn, dashboard_c
 from tests.workbench.support.worker import REPO_ROOT, WorkerProcess
 from workbench.runs.management.commands.seed_demo_runs import COLLAPSE, LEARNING
 from workbench.runs.models import Run, RunStatus
-from workbench.runs.overview import best_metrics
+from workbench.runs.web.overview import best_metrics
 
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(1800)]
 

@@ -9,8 +9,8 @@ from playwright.sync_api import expect
 
 from tests.workbench.support.datasets import stored_version
 from trainers.config import RunConfig
-from workbench.runs.ingest import metrics_ingest
 from workbench.runs.models import Run
+from workbench.runs.telemetry.ingest import metrics_ingest
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 

@@ -30,9 +30,9 @@ def tiny_checkpoint_dir(tmp_path_factory):
     """A checkpoint directory as the trainer writes it (save_checkpoint) of a very small tiny model."""
     import torch
 
+    from trainers.models.model_io import load_policy
     from trainers.models.tiny import build_tiny_model
     from trainers.training.checkpoint import save_checkpoint
-    from trainers.training.model_io import load_policy
 
     torch.set_num_threads(1)
     base = build_tiny_model(

@@ -14,8 +14,9 @@ from trainers.config import RunConfig
 from trainers.workbench_api import evaluate_config
 from workbench.evaluations.execution import evaluation_execute
 from workbench.evaluations.models import Evaluation
-from workbench.runs.models import Checkpoint, MetricPoint, Run
-from workbench.runs.series import series_keys
+from workbench.runs.models import MetricPoint, Run
+from workbench.runs.telemetry.ingest import checkpoint_record
+from workbench.runs.telemetry.series import series_keys
 
 LIMITS = {"max_turns": 1, "max_new_tokens_per_turn": 6}
 
@@ -47,7 +48,7 @@ def _checkpoint(run, step, path, capture) -> list[Evaluation]:
     """Record a checkpoint as the worker's sink does, then run what it scheduled on commit (the launches
     are captured, not sent: the test executes the evaluations itself)."""
     with capture(execute=False) as scheduled:
-        Checkpoint.objects.create(run=run, step=step, path=str(path))
+        checkpoint_record(run_id=run.pk, step=step, path=str(path))
     with capture(execute=False) as launches:
         for callback in scheduled:
             callback()

@@ -16,9 +16,9 @@ from django.utils import timezone
 from workbench.home.sparkline import HEIGHT, PAD, WIDTH, sparkline
 from workbench.jobs.models import WorkerHeartbeat
 from workbench.rewards.services import reward_definition_create
-from workbench.runs.ingest import alerts_record, metrics_ingest
 from workbench.runs.models import Run
-from workbench.runs.overview import sparkline_level
+from workbench.runs.telemetry.ingest import alerts_record, metrics_ingest
+from workbench.runs.web.overview import sparkline_level
 from workbench.toolschemas import services as toolschemas
 from workbench.toolschemas.services import ToolSchemaContent
 

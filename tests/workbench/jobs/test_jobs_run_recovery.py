@@ -24,8 +24,8 @@ from kombu import Connection, Exchange, Queue
 from tests.workbench.support.worker import WorkerProcess
 from trainers.demo.arithmetic import make_problem, write_rows
 from workbench.celery_app import app as celery_app
+from workbench.runs.execution.recovery import TRAIN_TASK, runs_sweep
 from workbench.runs.models import Checkpoint, MetricPoint, RecoveryOutcome, Run, RunRecovery, RunStatus
-from workbench.runs.recovery import TRAIN_TASK, runs_sweep
 from workbench.runs.services import run_create
 
 pytestmark = [pytest.mark.services, pytest.mark.timeout(300)]

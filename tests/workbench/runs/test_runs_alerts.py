@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from workbench.runs.alerts import run_alerts_detect
-from workbench.runs.ingest import metrics_ingest
+from workbench.runs.telemetry.alerts import run_alerts_detect
+from workbench.runs.telemetry.ingest import metrics_ingest
 
 
 def store(run, steps: int, collapse_at: int | None):

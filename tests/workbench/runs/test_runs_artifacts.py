@@ -12,11 +12,11 @@ import pytest
 
 from tests.trainers.storage.s3server import s3_bucket_url, s3_server
 from tests.workbench.runs.test_runs_recovery import held
-from workbench.runs.artifacts import CheckpointMirror, artifact_store
-from workbench.runs.execution import resume_point, run_dir, run_execute
-from workbench.runs.lease import LeaseLost
+from workbench.runs.execution.artifacts import CheckpointMirror, artifact_store
+from workbench.runs.execution.lease import LeaseLost
+from workbench.runs.execution.sink import DatabaseSink
+from workbench.runs.execution.worker import resume_point, run_dir, run_execute
 from workbench.runs.models import Checkpoint, Run, RunStatus
-from workbench.runs.sink import DatabaseSink
 
 
 def write_checkpoint(run_dir_: Path, name: str, content: str) -> Path:

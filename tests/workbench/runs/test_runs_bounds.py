@@ -13,7 +13,7 @@ from django.urls import reverse
 from tests.workbench.support.datasets import prompts_version
 from trainers.config import RunConfig, load_config
 from workbench.datasets.models import Dataset, DatasetVersion
-from workbench.runs.execution import execution_config, run_execute
+from workbench.runs.execution.worker import execution_config, run_execute
 from workbench.runs.models import Run, RunStatus
 from workbench.runs.services import run_create
 

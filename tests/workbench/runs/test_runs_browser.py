@@ -7,9 +7,9 @@ import math
 import pytest
 from playwright.sync_api import expect
 
-from workbench.runs.alerts import run_alerts_detect
-from workbench.runs.ingest import metrics_ingest, trajectories_ingest
 from workbench.runs.models import Run, RunStatus
+from workbench.runs.telemetry.alerts import run_alerts_detect
+from workbench.runs.telemetry.ingest import metrics_ingest, trajectories_ingest
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 

@@ -16,8 +16,8 @@ from playwright.sync_api import expect
 
 from tests.workbench.support.charts import assert_every_chart_drawn, dashboard_chart_count
 from trainers.metrics.keys import STANDARD_KEYS, reward_component_key, tool_calls_key
-from workbench.runs.ingest import metrics_ingest
 from workbench.runs.models import Run
+from workbench.runs.telemetry.ingest import metrics_ingest
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 

@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from trainers.workbench_api import run_config
 from workbench.demo_catalog import seed_demo_catalog
-from workbench.runs.execution import run_execute
+from workbench.runs.execution.worker import run_execute
 from workbench.runs.management.commands.seed_demo_runs import COLLAPSE, LEARNING
 from workbench.runs.models import MetricPoint, Run, RunStatus
 

@@ -11,9 +11,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from trainers.training.loop import TrainResult
-from workbench.runs.execution import RunBusy, run_execute
-from workbench.runs.ingest import checkpoint_record
+from workbench.runs.execution.worker import RunBusy, run_execute
 from workbench.runs.models import MetricPoint, Run, RunStatus, TrajectoryRecord
+from workbench.runs.telemetry.ingest import checkpoint_record
 
 
 def scripted(

@@ -16,9 +16,9 @@ from pydantic import Field
 from trainers.advantages import ESTIMATORS, AdvantageEstimator, EstimatorParams
 from trainers.advantages.base import outcome_result
 from trainers.config import PRESETS, RunConfig, load_config, preset_config
-from workbench.runs.config_form import schema_fields
-from workbench.runs.forms import RunForm
 from workbench.runs.models import Run
+from workbench.runs.web.config_form import schema_fields
+from workbench.runs.web.forms import RunForm
 
 from .test_runs_views import form_post
 

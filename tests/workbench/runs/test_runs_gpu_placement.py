@@ -22,13 +22,12 @@ from workbench.jobs.gpus import (
     GpusBusy,
     gpu_list_setting,
     gpus_advertised,
-    gpus_prune,
 )
 from workbench.jobs.models import GpuAssignment
-from workbench.runs.execution import run_claim, run_execute
-from workbench.runs.lease import LeaseLost
+from workbench.runs.execution.lease import LeaseLost
+from workbench.runs.execution.recovery import gpus_prune, runs_sweep
+from workbench.runs.execution.worker import run_claim, run_execute
 from workbench.runs.models import Run, RunStatus
-from workbench.runs.recovery import runs_sweep
 from workbench.runs.services import run_create
 
 from .test_runs_views import form_post

@@ -6,8 +6,13 @@ import json
 import math
 
 from trainers.trajectory import ToolCall
-from workbench.runs.ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
 from workbench.runs.models import Alert, MetricPoint, TrajectoryRecord
+from workbench.runs.telemetry.ingest import (
+    alerts_record,
+    checkpoint_record,
+    metrics_ingest,
+    trajectories_ingest,
+)
 
 
 def test_retried_metric_batch_does_not_duplicate(run):
@@ -71,6 +76,32 @@ def test_checkpoint_moves_resume_point(run):
     run.refresh_from_db()
     assert run.last_checkpoint_step == 20
     assert run.checkpoints.count() == 1
+
+
+SERVED: list[tuple[str, int]] = []
+
+
+def failing_service(*, checkpoint) -> None:
+    SERVED.append(("failing", checkpoint.step))
+    raise RuntimeError("the service is down")
+
+
+def recording_service(*, checkpoint) -> None:
+    SERVED.append(("recording", checkpoint.step))
+
+
+def test_a_new_checkpoint_goes_to_each_service_once_committed_and_a_failing_one_is_only_logged(
+    run, settings, django_capture_on_commit_callbacks, caplog
+):
+    settings.RUNS_CHECKPOINT_SERVICES = [f"{__name__}.failing_service", f"{__name__}.recording_service"]
+    SERVED.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        checkpoint_record(run_id=run.id, step=4, path="/tmp/ckpt-4")
+        assert SERVED == []  # not before the checkpoint's row is committed
+    with django_capture_on_commit_callbacks(execute=True):
+        checkpoint_record(run_id=run.id, step=4, path="/tmp/ckpt-4")  # a replayed step: not new
+    assert SERVED == [("failing", 4), ("recording", 4)]
+    assert "failing_service failed" in caplog.text
 
 
 def test_alerts_are_idempotent_by_step_and_rule(run):

@@ -13,8 +13,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from workbench.accounts.access import get_scoped_or_404
-from workbench.runs.ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
 from workbench.runs.models import Run, RunStatus
+from workbench.runs.telemetry.ingest import (
+    alerts_record,
+    checkpoint_record,
+    metrics_ingest,
+    trajectories_ingest,
+)
 
 # Every request reads the session, its user and the user's current team before the view runs.
 REQUEST_FLOOR = 3

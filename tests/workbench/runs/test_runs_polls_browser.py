@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from workbench.runs.ingest import metrics_ingest
 from workbench.runs.models import RunStatus
+from workbench.runs.telemetry.ingest import metrics_ingest
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 

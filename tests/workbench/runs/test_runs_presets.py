@@ -12,7 +12,7 @@ from trainers.config import PRESETS, preset_config
 from trainers.workbench_api import run_config
 from workbench import demo_catalog
 from workbench.datasets.models import Dataset
-from workbench.runs.execution import run_execute
+from workbench.runs.execution.worker import run_execute
 from workbench.runs.models import MetricPoint, Run, RunStatus
 
 from .test_runs_views import form_post

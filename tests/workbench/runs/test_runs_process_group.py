@@ -61,7 +61,7 @@ def ranks_of(worker: WorkerProcess) -> dict[int, psutil.Process]:
     found = {}
     for process in psutil.Process(worker.process.pid).children(recursive=True):
         try:
-            if "workbench.runs.rank" in process.cmdline():
+            if "workbench.runs.execution.rank" in process.cmdline():
                 found[int(process.environ()["RANK"])] = process
         except (psutil.NoSuchProcess, psutil.AccessDenied, KeyError):
             continue

@@ -9,12 +9,12 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from workbench.runs.execution import run_claim, run_execute
-from workbench.runs.ingest import checkpoint_record
-from workbench.runs.lease import LeaseKeeper, LeaseLost
+from workbench.runs.execution.lease import LeaseKeeper, LeaseLost
+from workbench.runs.execution.recovery import runs_sweep
+from workbench.runs.execution.sink import DatabaseSink
+from workbench.runs.execution.worker import run_claim, run_execute
 from workbench.runs.models import Checkpoint, MetricPoint, RecoveryOutcome, Run, RunRecovery, RunStatus
-from workbench.runs.recovery import runs_sweep
-from workbench.runs.sink import DatabaseSink
+from workbench.runs.telemetry.ingest import checkpoint_record
 
 
 def held(run: Run, *, worker: str = "w1", attempts: int = 1, stale: bool = True, **fields) -> Run:

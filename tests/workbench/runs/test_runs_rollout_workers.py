@@ -17,8 +17,8 @@ from trainers.demo.arithmetic import make_problem, write_rows
 from trainers.training.sinks import read_jsonl
 from trainers.workbench_api import run_config, validate_config
 from workbench.celery_app import app as celery_app
+from workbench.runs.execution.recovery import TRAIN_TASK
 from workbench.runs.models import MetricPoint, Run, RunStatus, TrajectoryRecord
-from workbench.runs.recovery import TRAIN_TASK
 from workbench.runs.services import run_create
 
 pytestmark = [pytest.mark.services, pytest.mark.timeout(420)]

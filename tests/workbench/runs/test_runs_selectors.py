@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from django.http import Http404
 
-from workbench.runs.ingest import trajectories_ingest
 from workbench.runs.selectors import (
     TrajectoryFilters,
     anchor_state_groups,
@@ -15,6 +14,7 @@ from workbench.runs.selectors import (
     trajectory_group,
     trajectory_list,
 )
+from workbench.runs.telemetry.ingest import trajectories_ingest
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from django.db.models import Max
 
-from workbench.runs.ingest import metrics_ingest
 from workbench.runs.models import MetricRollup
-from workbench.runs.rollups import Agg
-from workbench.runs.series import Window, _points, _source_sql, series_downsample, series_keys
+from workbench.runs.telemetry.ingest import metrics_ingest
+from workbench.runs.telemetry.rollups import Agg
+from workbench.runs.telemetry.series import Window, _points, _source_sql, series_downsample, series_keys
 
 STEPS = 10_000
 

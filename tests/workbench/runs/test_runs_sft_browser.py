@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from workbench.runs.execution.sink import DatabaseSink
 from workbench.runs.models import RunStatus
-from workbench.runs.sink import DatabaseSink
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 

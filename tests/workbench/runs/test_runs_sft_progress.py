@@ -7,8 +7,8 @@ import json
 
 from django.urls import reverse
 
+from workbench.runs.execution.sink import DatabaseSink
 from workbench.runs.models import MetricPoint
-from workbench.runs.sink import DatabaseSink
 
 
 def sft_step(step: int, total: int = 50) -> dict[str, float]:

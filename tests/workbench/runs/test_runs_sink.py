@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from workbench.runs.execution.sink import DatabaseSink
 from workbench.runs.models import MetricPoint, TrajectoryRecord
-from workbench.runs.sink import DatabaseSink
 
 
 class FakeClock:

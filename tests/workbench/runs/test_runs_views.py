@@ -11,9 +11,9 @@ from django.urls import reverse
 
 from trainers.config import PRESETS, RunConfig, preset_config
 from trainers.trajectory import ToolCall
-from workbench.runs.config_form import flatten, schema_fields
-from workbench.runs.ingest import alerts_record, metrics_ingest, trajectories_ingest
 from workbench.runs.models import Run
+from workbench.runs.telemetry.ingest import alerts_record, metrics_ingest, trajectories_ingest
+from workbench.runs.web.config_form import flatten, schema_fields
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror="alert(1)">'
 

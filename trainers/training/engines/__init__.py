@@ -3,7 +3,8 @@
 The `Trainer` runs the same loop on every rank; what differs between one process and a data-parallel
 group lives here. `TrainingEngine` is the single process (the default): every method is the identity
 or the plain optimiser step. `DeepSpeedEngine` (`trainers.training.engines.zero`, which alone imports
-deepspeed) shards each step's prompts over ranks, gathers the trajectories and trains with ZeRO.
+deepspeed) shards each step's prompts over ranks, gathers the trajectories and trains with ZeRO;
+`engines.factory` builds the one a config names.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,7 +26,6 @@ from trainers.training.checkpoint import Resumed, load_checkpoint, save_checkpoi
 from trainers.training.update import UpdateInputs, UpdateSettings, ppo_update
 
 if TYPE_CHECKING:
-    from trainers.config.schema import RunConfig
     from trainers.training.policy import ValueHead
 
 T = TypeVar("T")
@@ -145,34 +145,3 @@ def any_rank(flag: bool) -> bool:
     t = torch.tensor([1.0 if flag else 0.0], device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return bool(t.item() > 0)
-
-
-@contextlib.contextmanager
-def rank_zero_first(config: RunConfig) -> Iterator[None]:
-    """Rank 0 runs the block before the others (it builds the tiny model once, they then load it)."""
-    if config.training.engine != "deepspeed":
-        yield
-        return
-    from trainers.training.engines.zero import init_distributed
-
-    init_distributed(config.training.deepspeed)
-    import torch.distributed as dist
-
-    if dist.get_rank() != 0:
-        dist.barrier()
-    yield
-    if dist.get_rank() == 0:
-        dist.barrier()
-
-
-def make_engine(
-    config: RunConfig, model: nn.Module, optimizer: torch.optim.Optimizer, value_head: ValueHead | None
-) -> TrainingEngine:
-    """The config's engine (`training.engine`); deepspeed is imported only when it is the DeepSpeed one."""
-    if config.training.engine == "local":
-        return TrainingEngine(model, optimizer, value_head)
-    from trainers.training.engines.zero import DeepSpeedEngine
-
-    return DeepSpeedEngine(
-        model, optimizer, value_head, config.training.deepspeed, grad_clip=config.optimizer.grad_clip
-    )

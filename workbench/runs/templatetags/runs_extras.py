@@ -4,7 +4,7 @@ import json
 
 from django import template
 
-from workbench.runs.series import SFTProgress, sft_progress
+from workbench.runs.telemetry.series import SFTProgress, sft_progress
 
 register = template.Library()
 

@@ -1,0 +1,226 @@
+"""Forms of the runs pages. Catalog choices are scoped to the user's team by TeamScopedFormMixin."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.forms import BoundField
+from django.http import QueryDict
+
+from trainers.workbench_api import PRESETS, RunConfig
+from workbench.accounts.access import TeamScopedFormMixin
+from workbench.datasets.models import DatasetKind, DatasetVersion
+from workbench.jobs.queues import QUEUE_NAMES
+from workbench.prompts.models import PromptTemplateVersion
+from workbench.rewards.models import RewardDefinitionVersion
+from workbench.toolschemas.models import ToolSchemaVersion
+
+from ..config.bounds import OperatorBounds
+from .config_form import changed_summary, field_for_error, flatten, schema_fields, unflatten
+from .config_yaml import YAMLConfigError, config_from_yaml, config_to_yaml, posted_values
+
+
+def _version_label(version) -> str:
+    return f"{version.item.name} v{version.number}"
+
+
+class VersionChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj) -> str:
+        return _version_label(obj)
+
+
+class VersionMultipleChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj) -> str:
+        return _version_label(obj)
+
+
+def _versions(model):
+    return (
+        model.objects.select_related("item").filter(item__is_deleted=False).order_by("item__name", "-number")
+    )
+
+
+@dataclass(frozen=True)
+class Section:
+    """One collapsed part of the new-run form: its fields and a summary of their non-default values."""
+
+    name: str
+    fields: list[BoundField]
+    summary: str
+
+    @property
+    def has_errors(self) -> bool:
+        return any(field.errors for field in self.fields)
+
+
+class RunForm(TeamScopedFormMixin, forms.Form):
+    """Run identity, catalog pins and one field per config leaf (named by its dotted config path).
+
+    The page leads with what people change (LEAD, the pins); each other config section is collapsed with
+    a summary of its non-default values. A config pasted as YAML replaces the posted config values.
+    """
+
+    name = forms.CharField(max_length=200, label="Name")
+    queue = forms.ChoiceField(choices=[(q, q) for q in QUEUE_NAMES], initial="cpu", label="Queue")
+    notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    tags = forms.CharField(required=False, help_text="comma-separated")
+    dataset_version = VersionChoiceField(
+        queryset=_versions(DatasetVersion).filter(item__kind=DatasetKind.PROMPTS),
+        required=False,
+        help_text="the prompts RL trains on",
+    )
+    sft_dataset_version = VersionChoiceField(
+        queryset=_versions(DatasetVersion).filter(item__kind=DatasetKind.CONVERSATIONS),
+        required=False,
+        label="SFT data",
+        help_text="expert conversations for the sft section (its data_path)",
+    )
+    prompt_version = VersionChoiceField(
+        queryset=_versions(PromptTemplateVersion), required=False, help_text="overrides template.*"
+    )
+    reward_version = VersionChoiceField(
+        queryset=_versions(RewardDefinitionVersion), required=False, help_text="overrides reward.*"
+    )
+    tool_versions = VersionMultipleChoiceField(
+        queryset=_versions(ToolSchemaVersion), required=False, help_text="overrides tools"
+    )
+    config_yaml = forms.CharField(
+        required=False,
+        label="config as YAML",
+        help_text="Paste a whole config, as python -m trainers train reads it: it replaces the values above"
+        " (keys left out take their defaults).",
+        widget=forms.Textarea(attrs={"rows": 8, "class": "json", "spellcheck": "false"}),
+    )
+
+    LEAD = (
+        "name", "model.path", "training.steps", "optimizer.lr", "rollout.samples_per_prompt", "queue",
+        "resources.gpus",
+    )  # fmt: skip
+    LEAD_LABELS = {
+        "model.path": "Model",
+        "training.steps": "Steps",
+        "optimizer.lr": "Learning rate",
+        "rollout.samples_per_prompt": "Group size",
+        "resources.gpus": "GPUs",
+    }
+    DESCRIPTION = ("notes", "tags")
+    IDENTITY = ("name", "queue", *DESCRIPTION)
+    PINS = ("dataset_version", "sft_dataset_version", "prompt_version", "reward_version", "tool_versions")
+
+    def __init__(self, data=None, *args, config: dict[str, Any] | None = None, **kwargs) -> None:
+        self.config_fields = schema_fields()
+        self.yaml_errors: list[str] = []
+        self.applies_yaml = data is not None and "apply_yaml" in data
+        if data is not None and (data.get("config_yaml") or "").strip():
+            data = self._with_yaml(data)
+        super().__init__(data, *args, **kwargs)
+        for path, field in self.config_fields.items():
+            self.fields[path] = field
+        for path, label in self.LEAD_LABELS.items():
+            self.fields[path].label = f"{label} ({path})"
+        for path, text in OperatorBounds.from_settings().help_texts().items():
+            self.fields[path].help_text = f"{self.fields[path].help_text}. {text}".lstrip(". ")
+        if config is not None:
+            self.initial.update(flatten(config, self.config_fields))
+
+    def _with_yaml(self, data: QueryDict) -> QueryDict:
+        """The posted data with every config value (and the name, if given) taken from the pasted YAML."""
+        try:
+            config = config_from_yaml(data["config_yaml"])
+        except YAMLConfigError as exc:
+            self.yaml_errors = exc.messages
+            return data
+        values = data.copy()
+        for path in self.config_fields:
+            values.pop(path, None)
+        for path, value in posted_values(config, self.config_fields).items():
+            values[path] = value
+        if "name" in config:
+            values["name"] = config["name"]
+        values["config_yaml"] = ""
+        return values
+
+    def clean(self) -> dict[str, Any]:
+        for message in self.yaml_errors:
+            self.add_error("config_yaml", message)
+        return super().clean()
+
+    def lead_fields(self) -> list[BoundField]:
+        return [self[name] for name in self.LEAD]
+
+    def pin_fields(self) -> list[BoundField]:
+        return [self[name] for name in self.PINS]
+
+    def current_values(self) -> dict[str, Any]:
+        """Each config field's value: as posted where it is valid, else as the form started."""
+        if not self.is_bound:
+            return {path: self.initial.get(path) for path in self.config_fields}
+        values = {}
+        for path, field in self.config_fields.items():
+            try:
+                values[path] = field.clean(self[path].data)
+            except ValidationError:
+                values[path] = self.initial.get(path)
+        return values
+
+    def sections(self) -> list[Section]:
+        """The collapsed config sections (fields outside LEAD, by top-level key), then notes and tags."""
+        values = self.current_values()
+        defaults = flatten(RunConfig().model_dump(mode="json"), self.config_fields)
+        paths: dict[str, list[str]] = {}
+        for path in self.config_fields:
+            if path not in self.LEAD:
+                paths.setdefault(path.split(".")[0], []).append(path)
+        sections = [
+            Section(
+                name=name,
+                fields=[self[path] for path in members],
+                summary=changed_summary({p: values[p] for p in members}, defaults),
+            )
+            for name, members in paths.items()
+        ]
+        described = {name: self[name].value() or "" for name in self.DESCRIPTION}
+        description = changed_summary(described, dict.fromkeys(self.DESCRIPTION, ""))
+        return [*sections, Section("notes and tags", [self[n] for n in self.DESCRIPTION], description)]
+
+    def config_yaml_out(self) -> str:
+        """The config the form holds now, as YAML for `python -m trainers train` (and to paste back)."""
+        name = (self["name"].value() or "").strip()
+        config = unflatten(self.current_values())
+        return config_to_yaml({"name": name, **config} if name else config)
+
+    def config(self) -> dict[str, Any]:
+        return unflatten({path: self.cleaned_data.get(path) for path in self.config_fields})
+
+    def service_kwargs(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "name": data["name"],
+            "queue": data["queue"],
+            "notes": data["notes"],
+            "tags": data["tags"].split(","),
+            "config": self.config(),
+            **{pin: data[pin] for pin in self.PINS},
+        }
+
+    def add_service_errors(self, errors: dict[str, list[str]]) -> None:
+        """Put each error from validation of the config on the field of its key path (or its pin)."""
+        for path, messages in errors.items():
+            own = path in self.IDENTITY or path in self.PINS
+            target = path if own else field_for_error(path, set(self.config_fields))
+            for message in messages:
+                self.add_error(target, f"{path}: {message}" if target and target != path else message)
+
+
+def preset_choices() -> list[tuple[str, str]]:
+    return [(name, preset.title) for name, preset in PRESETS.items()]
+
+
+class RunMetaForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    tags = forms.CharField(required=False, help_text="comma-separated")
+    is_baseline = forms.BooleanField(required=False, label="baseline (marked on compare charts)")

@@ -1,0 +1,222 @@
+"""Run pages: list, new (from a preset or a clone), dashboard, status polling, inspector, compare."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_POST
+
+from trainers.workbench_api import PRESETS, RunConfig, preset_config
+from workbench.accounts.access import role_at_least, role_for_team_id, team_role_required
+from workbench.accounts.models import Role
+
+from .. import selectors, services
+from ..execution.placement import run_gpu_wait_note, run_gpus_asked
+from ..models import RunStatus
+from ..telemetry.series import series_keys, series_keys_union
+from ..trajectories.filters import TrajectoryFilterForm
+from .compare import compare_summary, config_diff, run_ids_param
+from .forms import RunForm, RunMetaForm, preset_choices
+from .freshness import cached, data_version, shared_response, status_version
+from .tokens import SHADINGS, has_entropies, turn_pieces
+
+COMPARE_CHOICES = 50  # the newest runs the compare page's picker offers
+
+
+def run_list(request):
+    runs = selectors.run_list(
+        user=request.user,
+        team=request.team,
+        status=request.GET.get("status", ""),
+        tag=request.GET.get("tag", ""),
+        search=request.GET.get("q", ""),
+    )
+    context = {
+        "page": Paginator(runs, 50).get_page(request.GET.get("page")),
+        "statuses": RunStatus.values,
+        "presets": preset_choices(),
+        "can_write": role_at_least(request.team_role, Role.MEMBER),
+        "query": _without(request.GET, "page"),
+    }
+    return render(request, "runs/list.html", context)
+
+
+def _initial_config(request) -> tuple[dict, dict, object]:
+    """Config, initial identity fields and the source run, from ?preset= or ?clone= (defaults otherwise)."""
+    clone_id = request.GET.get("clone")
+    if clone_id:
+        source = selectors.run_get(user=request.user, pk=clone_id)
+        initial = services.run_clone_initial(run=source)
+        return initial.pop("config"), initial, source
+    preset = request.GET.get("preset", "")
+    if preset in PRESETS:
+        return preset_config(preset).model_dump(mode="json"), {"name": preset}, None
+    return RunConfig().model_dump(mode="json"), {}, None
+
+
+@team_role_required(Role.MEMBER)
+def run_create(request):
+    config, initial, source = _initial_config(request)
+    form = RunForm(request.POST or None, user=request.user, team=request.team, config=config, initial=initial)
+    # "Apply YAML" only fills the form from the pasted config; Launch (with or without YAML) launches
+    if request.method == "POST" and form.is_valid() and not form.applies_yaml:
+        try:
+            run = services.run_create(
+                team=request.team, user=request.user, cloned_from=source, **form.service_kwargs()
+            )
+        except ValidationError as exc:
+            form.add_service_errors(exc.message_dict)
+        else:
+            return redirect(run)
+    context = {
+        "form": form,
+        "presets": preset_choices(),
+        "preset": request.GET.get("preset", ""),
+        "source": source,
+        "query": request.GET.urlencode(),
+    }
+    return render(request, "runs/form.html", context, status=400 if form.errors else 200)
+
+
+def run_detail(request, pk: int):
+    run = selectors.run_get(user=request.user, pk=pk)
+    tags = list(run.tags.all())
+    meta = RunMetaForm(
+        initial={
+            "name": run.name,
+            "notes": run.notes,
+            "tags": ", ".join(t.name for t in tags),
+            "is_baseline": run.is_baseline,
+        }
+    )
+    context = {
+        "run": run,
+        "tags": tags,
+        "meta_form": meta,
+        "alerts": run.alerts.all(),
+        "checkpoints": run.checkpoints.all(),
+        "keys": series_keys(run=run),
+        "config_json": json.dumps(run.config, indent=2, sort_keys=True),
+        "can_write": role_at_least(role_for_team_id(request.user, run.team_id), Role.MEMBER),
+        "gpus_asked": run_gpus_asked(run),
+        "gpu_wait": run_gpu_wait_note(run=run),
+    }
+    return render(request, "runs/detail.html", context)
+
+
+def run_status(request, pk: int):
+    """The status strip, polled by htmx while the run is live (it stops polling once finished): 304 while
+    it would show the same, else rendered once per change for every viewer."""
+    run = selectors.run_get(user=request.user, pk=pk)
+    render_strip = partial(render_to_string, "runs/_status.html", {"run": run})
+    return shared_response(request, status_version(run), render_strip, "text/html; charset=utf-8")
+
+
+@require_POST
+def run_cancel(request, pk: int):
+    run = selectors.run_get(user=request.user, pk=pk, min_role=Role.MEMBER)
+    run = services.run_cancel(run=run, user=request.user)
+    if request.htmx:
+        return render(request, "runs/_status.html", {"run": run})
+    return redirect(run)
+
+
+@require_POST
+def run_edit(request, pk: int):
+    run = selectors.run_get(user=request.user, pk=pk, min_role=Role.MEMBER)
+    form = RunMetaForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        services.run_update(
+            run=run,
+            user=request.user,
+            name=data["name"],
+            notes=data["notes"],
+            tags=data["tags"].split(","),
+            is_baseline=data["is_baseline"],
+        )
+    return redirect(run)
+
+
+def trajectory_list(request, pk: int):
+    """The inspector's list; its rows are rendered once per stored batch and query for every reader."""
+    run = selectors.run_get(user=request.user, pk=pk)
+    form = TrajectoryFilterForm(request.GET)
+    version = data_version(run, "trajectory rows", sorted(request.GET.lists()))
+    rows = cached(version, lambda: _trajectory_rows(run, form, query=_without(request.GET, "cursor")))
+    if request.htmx:
+        return HttpResponse(rows)
+    return render(request, "runs/trajectories.html", {"run": run, "form": form, "rows": rows})
+
+
+def _trajectory_rows(run, form: TrajectoryFilterForm, query: str) -> str:
+    page = None
+    if form.is_valid():
+        sort = form.cleaned_data.get("sort") or "-reward"
+        page = selectors.trajectory_list(
+            run=run, filters=form.filters(), sort=sort, cursor=form.cleaned_data.get("cursor") or ""
+        )
+    return render_to_string("runs/_trajectory_rows.html", {"run": run, "page": page, "query": query})
+
+
+def trajectory_detail(request, pk: int, tid: int):
+    run = selectors.run_get(user=request.user, pk=pk)
+    record = selectors.trajectory_get(run=run, pk=tid)
+    turns = record.data.get("turns", [])
+    shade = request.GET.get("shade") if request.GET.get("shade") in SHADINGS else ""
+    context = {
+        "run": run,
+        "record": record,
+        "data": record.data,
+        "shade": shade,
+        "pieces": turn_pieces(run, turns, by=shade) if shade else None,
+        "has_entropies": has_entropies(turns),
+    }
+    return render(request, "runs/trajectory.html", context)
+
+
+def trajectory_group(request, pk: int, step: int, group: str):
+    run = selectors.run_get(user=request.user, pk=pk)
+    records = selectors.trajectory_group(run=run, step=step, group_id=group)
+    context = {
+        "run": run,
+        "records": records,
+        "step": step,
+        "group": group,
+        "anchors": selectors.anchor_state_groups(records),
+    }
+    return render(request, "runs/group.html", context)
+
+
+def run_compare(request):
+    runs = selectors.runs_for_compare(
+        user=request.user, ids=run_ids_param(request.GET.getlist("runs")), tag=request.GET.get("tag", "")
+    )
+    keys = series_keys_union(runs=runs)
+    context = {
+        "runs": runs,
+        "keys": keys,
+        "key": request.GET.get("key")
+        or ("reward/mean" if "reward/mean" in keys else (keys[0] if keys else "")),
+        "diff": config_diff([run.config for run in runs]),
+        "summary": compare_summary(runs),
+        "run_ids": ",".join(str(run.pk) for run in runs),
+        "group": request.GET.get("group", ""),
+        "choices": selectors.run_list(user=request.user, team=request.team)[:COMPARE_CHOICES],
+        "same_prompt": selectors.trajectories_same_prompt(runs=runs, group_id=request.GET["group"])
+        if request.GET.get("group")
+        else [],
+    }
+    return render(request, "runs/compare.html", context)
+
+
+def _without(query, name: str) -> str:
+    params = query.copy()
+    params.pop(name, None)
+    return params.urlencode()
