@@ -3,6 +3,8 @@
 A run launched from the workbench may use (settings are named after their environment variables):
 - python-tool sandbox limits up to WORKBENCH_SANDBOX_MAX_* (a limit the config leaves at a default
   above the maximum is clamped to it), and the host network only with WORKBENCH_SANDBOX_ALLOW_NETWORK;
+- no python-tool `limits.preload` but modules in WORKBENCH_SANDBOX_PRELOAD (the sandbox's parent imports
+  them before the call's namespaces and privilege drop: what it imports is the operator's choice);
 - the bundled "tiny" model, or a model and tokenizer under WORKBENCH_MODEL_ROOTS;
 - data files (sft.data_path, data.train_path / eval_path, a tool's *_path) under WORKBENCH_DATA_ROOTS,
   or a dataset file of the run's own team (MEDIA_ROOT holds every team's uploads, so it is no root).
@@ -36,6 +38,7 @@ LIMIT_MAXIMA = {
 }
 POOL_SIZE = "WORKBENCH_SANDBOX_MAX_POOL_SIZE"  # warm sandbox workers of one python tool (`pool_size`)
 NETWORK = "WORKBENCH_SANDBOX_ALLOW_NETWORK"
+PRELOAD = "WORKBENCH_SANDBOX_PRELOAD"  # modules a python tool's sandbox may import before isolating
 MODEL_ROOTS, DATA_ROOTS = "WORKBENCH_MODEL_ROOTS", "WORKBENCH_DATA_ROOTS"
 MODEL_PATHS = ("model.path", "model.tokenizer_path")
 DATA_PATHS = ("sft.data_path", "data.train_path", "data.eval_path")
@@ -61,6 +64,7 @@ class OperatorBounds:
     maxima: dict[str, float]
     max_pool_size: float
     allow_network: bool
+    preload: frozenset[str]
     model_roots: tuple[Path, ...]
     data_roots: tuple[Path, ...]
     media_root: Path
@@ -71,6 +75,7 @@ class OperatorBounds:
             maxima={limit: float(getattr(settings, name)) for limit, name in LIMIT_MAXIMA.items()},
             max_pool_size=float(getattr(settings, POOL_SIZE)),
             allow_network=bool(getattr(settings, NETWORK)),
+            preload=frozenset(getattr(settings, PRELOAD)),
             model_roots=_real_roots(MODEL_ROOTS),
             data_roots=_real_roots(DATA_ROOTS),
             media_root=Path(os.path.realpath(settings.MEDIA_ROOT)),
@@ -82,11 +87,12 @@ class OperatorBounds:
         data = ", ".join(map(str, self.data_roots)) or "none"
         limits = ", ".join(f"{limit} ≤ {value:g}" for limit, value in self.maxima.items())
         network = "network allowed" if self.allow_network else "no network"
+        preload = ", ".join(sorted(self.preload)) or "none"
         return {
             "model.path": f"Operator bound: '{BUNDLED_MODEL}' or a directory under {models}.",
             "model.tokenizer_path": f"Operator bound: a directory under {models}.",
             "tools": f"Operator bounds on python's limits: {limits}, pool_size ≤ {self.max_pool_size:g}; "
-            f"{network}. A tool's *_path: a file under {data}.",
+            f"{network}; limits.preload only of {preload} ({PRELOAD}). A tool's *_path: a file under {data}.",
             "sft": f"Operator bound: data_path is a file under {data} or a dataset file of this team.",
         }
 
@@ -189,9 +195,21 @@ class _Check:
                 clamped[limit] = type(value)(maximum)
         if limits.network and not self.bounds.allow_network:
             self.fail(f"{prefix}.limits.network", f"the operator allows runs no network ({NETWORK} is off)")
+        self.preload(limits.preload, f"{prefix}.limits.preload")
         if clamped:
             config["limits"] = {**raw, **clamped}
         self.pool_size(config.get("pool_size"), f"{prefix}.pool_size")
+
+    def preload(self, modules: tuple[str, ...], path: str) -> None:
+        """Preloaded modules run in the sandbox's parent, before isolation: only the operator's list."""
+        refused = sorted(set(modules) - self.bounds.preload)
+        if refused:
+            allowed = ", ".join(sorted(self.bounds.preload)) or "none"
+            message = (
+                f"{', '.join(refused)}: the sandbox imports preloaded modules before it isolates the call, "
+                f"so only the operator's may be preloaded ({PRELOAD}: {allowed})"
+            )
+            self.fail(path, message)
 
     def pool_size(self, value: Any, path: str) -> None:
         if value is None:

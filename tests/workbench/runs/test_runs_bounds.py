@@ -87,6 +87,16 @@ def test_an_oversized_sandbox_pool_is_refused(team, member):
     assert "WORKBENCH_SANDBOX_MAX_POOL_SIZE" in errors["tools.0.config.pool_size"][0]
 
 
+def test_preload_is_the_operators_not_a_run_configs(team, member, settings):
+    """The sandbox's parent imports preloaded modules before the call's namespaces and privilege drop."""
+    errors = refusal(team, member, python_tool(limits={"preload": ["ctypes"]}))
+    assert list(errors) == ["tools.0.config.limits.preload"]
+    assert "WORKBENCH_SANDBOX_PRELOAD" in errors["tools.0.config.limits.preload"][0]
+    settings.WORKBENCH_SANDBOX_PRELOAD = ["numpy"]
+    assert "tools.0.config.limits.preload" in refusal(team, member, python_tool(limits={"preload": ["os"]}))
+    assert create(team, member, python_tool(limits={"preload": ["numpy"]})).pk
+
+
 def test_model_and_tokenizer_only_from_the_model_roots(team, member, roots):
     errors = refusal(team, member, {"model": {"path": "/etc", "tokenizer_path": str(roots / "outside")}})
     assert set(errors) == {"model.path", "model.tokenizer_path"}
