@@ -274,6 +274,8 @@ WORKBENCH_SANDBOX_MAX_POOL_SIZE = float(os.environ.get("WORKBENCH_SANDBOX_MAX_PO
 WORKBENCH_SANDBOX_ALLOW_NETWORK = env_bool("WORKBENCH_SANDBOX_ALLOW_NETWORK", default=False)
 # Modules a python tool's `limits.preload` may name (the sandbox imports them before isolating a call).
 WORKBENCH_SANDBOX_PRELOAD = env_list("WORKBENCH_SANDBOX_PRELOAD", "")
+# DeepSpeed ranks a run may start (processes on one worker; a CPU run's also within the worker's cores).
+WORKBENCH_MAX_RANKS = int(os.environ.get("WORKBENCH_MAX_RANKS", "8"))
 WORKBENCH_MODEL_ROOTS = os.environ.get("WORKBENCH_MODEL_ROOTS", str(VAR_DIR / "models")).split(":")
 # Dataset files of the run's own team under MEDIA_ROOT are allowed besides these.
 WORKBENCH_DATA_ROOTS = os.environ.get("WORKBENCH_DATA_ROOTS", str(BASE_DIR / "trainers" / "data")).split(":")

@@ -5,6 +5,8 @@ A run launched from the workbench may use (settings are named after their enviro
   above the maximum is clamped to it), and the host network only with WORKBENCH_SANDBOX_ALLOW_NETWORK;
 - no python-tool `limits.preload` but modules in WORKBENCH_SANDBOX_PRELOAD (the sandbox's parent imports
   them before the call's namespaces and privilege drop: what it imports is the operator's choice);
+- at most WORKBENCH_MAX_RANKS DeepSpeed ranks (processes on one worker; a CPU run's must also fit the
+  worker's cores, workbench/jobs/cores.py);
 - the bundled "tiny" model, or a model and tokenizer under WORKBENCH_MODEL_ROOTS;
 - data files (sft.data_path, data.train_path / eval_path, a tool's *_path) under WORKBENCH_DATA_ROOTS,
   or a dataset file of the run's own team (MEDIA_ROOT holds every team's uploads, so it is no root).
@@ -39,6 +41,7 @@ LIMIT_MAXIMA = {
 POOL_SIZE = "WORKBENCH_SANDBOX_MAX_POOL_SIZE"  # warm sandbox workers of one python tool (`pool_size`)
 NETWORK = "WORKBENCH_SANDBOX_ALLOW_NETWORK"
 PRELOAD = "WORKBENCH_SANDBOX_PRELOAD"  # modules a python tool's sandbox may import before isolating
+MAX_RANKS = "WORKBENCH_MAX_RANKS"  # DeepSpeed ranks of a run: processes it starts on one worker
 MODEL_ROOTS, DATA_ROOTS = "WORKBENCH_MODEL_ROOTS", "WORKBENCH_DATA_ROOTS"
 MODEL_PATHS = ("model.path", "model.tokenizer_path")
 DATA_PATHS = ("sft.data_path", "data.train_path", "data.eval_path")
@@ -65,6 +68,7 @@ class OperatorBounds:
     max_pool_size: float
     allow_network: bool
     preload: frozenset[str]
+    max_ranks: int
     model_roots: tuple[Path, ...]
     data_roots: tuple[Path, ...]
     media_root: Path
@@ -76,6 +80,7 @@ class OperatorBounds:
             max_pool_size=float(getattr(settings, POOL_SIZE)),
             allow_network=bool(getattr(settings, NETWORK)),
             preload=frozenset(getattr(settings, PRELOAD)),
+            max_ranks=int(getattr(settings, MAX_RANKS)),
             model_roots=_real_roots(MODEL_ROOTS),
             data_roots=_real_roots(DATA_ROOTS),
             media_root=Path(os.path.realpath(settings.MEDIA_ROOT)),
@@ -93,6 +98,9 @@ class OperatorBounds:
             "model.tokenizer_path": f"Operator bound: a directory under {models}.",
             "tools": f"Operator bounds on python's limits: {limits}, pool_size ≤ {self.max_pool_size:g}; "
             f"{network}; limits.preload only of {preload} ({PRELOAD}). A tool's *_path: a file under {data}.",
+            "training.deepspeed.ranks": f"Operator bound: ≤ {self.max_ranks} ({MAX_RANKS}); on the CPU "
+            "(resources.gpus 0) no more than the CPU cores of the worker that trains the run, with GPUs one "
+            "rank per GPU",
             "sft": f"Operator bound: data_path is a file under {data} or a dataset file of this team.",
         }
 
@@ -211,6 +219,14 @@ class _Check:
             )
             self.fail(path, message)
 
+    def ranks(self) -> None:
+        training = self.config.get("training") or {}
+        ranks = _get(self.config, "training.deepspeed.ranks")
+        if training.get("engine") == "deepspeed" and isinstance(ranks, int) and ranks > self.bounds.max_ranks:
+            maximum = self.bounds.max_ranks
+            message = f"{ranks} ranks (processes on one worker) are above the operator's maximum of {maximum}"
+            self.fail("training.deepspeed.ranks", f"{message} ({MAX_RANKS})")
+
     def pool_size(self, value: Any, path: str) -> None:
         if value is None:
             return
@@ -233,6 +249,7 @@ def run_config_bound(
         real = check.data_file(_get(check.config, path), path)
         if real is not None:
             _set(check.config, path, real)
+    check.ranks()
     tools = check.config.get("tools")
     for index, tool in enumerate(tools if isinstance(tools, list) else []):
         check.tool(index, tool)
