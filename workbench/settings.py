@@ -274,6 +274,10 @@ WORKBENCH_SANDBOX_MAX_POOL_SIZE = float(os.environ.get("WORKBENCH_SANDBOX_MAX_PO
 WORKBENCH_SANDBOX_ALLOW_NETWORK = env_bool("WORKBENCH_SANDBOX_ALLOW_NETWORK", default=False)
 # Modules a python tool's `limits.preload` may name (the sandbox imports them before isolating a call).
 WORKBENCH_SANDBOX_PRELOAD = env_list("WORKBENCH_SANDBOX_PRELOAD", "")
+# A calculator tool's result size and nesting (its work grows with both; each call runs in a child process
+# killed at the tool's timeout).
+WORKBENCH_CALCULATOR_MAX_BITS = int(os.environ.get("WORKBENCH_CALCULATOR_MAX_BITS", "8192"))
+WORKBENCH_CALCULATOR_MAX_DEPTH = int(os.environ.get("WORKBENCH_CALCULATOR_MAX_DEPTH", "100"))
 # DeepSpeed ranks a run may start (processes on one worker; a CPU run's also within the worker's cores).
 WORKBENCH_MAX_RANKS = int(os.environ.get("WORKBENCH_MAX_RANKS", "8"))
 WORKBENCH_MODEL_ROOTS = os.environ.get("WORKBENCH_MODEL_ROOTS", str(VAR_DIR / "models")).split(":")

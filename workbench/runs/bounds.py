@@ -5,6 +5,8 @@ A run launched from the workbench may use (settings are named after their enviro
   above the maximum is clamped to it), and the host network only with WORKBENCH_SANDBOX_ALLOW_NETWORK;
 - no python-tool `limits.preload` but modules in WORKBENCH_SANDBOX_PRELOAD (the sandbox's parent imports
   them before the call's namespaces and privilege drop: what it imports is the operator's choice);
+- a calculator tool's max_bits and max_depth up to WORKBENCH_CALCULATOR_MAX_BITS / _MAX_DEPTH (a default
+  above the maximum is lowered to it);
 - at most WORKBENCH_MAX_RANKS DeepSpeed ranks (processes on one worker; a CPU run's must also fit the
   worker's cores, workbench/jobs/cores.py);
 - the bundled "tiny" model, or a model and tokenizer under WORKBENCH_MODEL_ROOTS;
@@ -17,6 +19,7 @@ a run is created and again on the worker before training; `python -m trainers` i
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +28,7 @@ from typing import Any
 from django.conf import settings
 from pydantic import ValidationError as LimitsInvalid
 
-from trainers.workbench_api import SandboxLimits
+from trainers.workbench_api import TOOLS, SandboxLimits
 from workbench.datasets.models import DatasetVersion
 
 SANDBOX_TOOLS = frozenset({"python"})
@@ -37,6 +40,12 @@ LIMIT_MAXIMA = {
     "scratch_mb": "WORKBENCH_SANDBOX_MAX_SCRATCH_MB",
     "max_processes": "WORKBENCH_SANDBOX_MAX_PROCESSES",
     "max_output_bytes": "WORKBENCH_SANDBOX_MAX_OUTPUT_BYTES",
+}
+CALCULATOR_TOOLS = frozenset({"calculator"})
+# calculator bound -> the setting holding the operator's maximum (its work grows with both)
+CALCULATOR_MAXIMA = {
+    "max_bits": "WORKBENCH_CALCULATOR_MAX_BITS",
+    "max_depth": "WORKBENCH_CALCULATOR_MAX_DEPTH",
 }
 POOL_SIZE = "WORKBENCH_SANDBOX_MAX_POOL_SIZE"  # warm sandbox workers of one python tool (`pool_size`)
 NETWORK = "WORKBENCH_SANDBOX_ALLOW_NETWORK"
@@ -65,6 +74,7 @@ class OperatorBounds:
     """The operator's bounds, read from settings when a config is checked."""
 
     maxima: dict[str, float]
+    calculator_maxima: dict[str, int]
     max_pool_size: float
     allow_network: bool
     preload: frozenset[str]
@@ -77,6 +87,7 @@ class OperatorBounds:
     def from_settings(cls) -> OperatorBounds:
         return cls(
             maxima={limit: float(getattr(settings, name)) for limit, name in LIMIT_MAXIMA.items()},
+            calculator_maxima={key: int(getattr(settings, name)) for key, name in CALCULATOR_MAXIMA.items()},
             max_pool_size=float(getattr(settings, POOL_SIZE)),
             allow_network=bool(getattr(settings, NETWORK)),
             preload=frozenset(getattr(settings, PRELOAD)),
@@ -93,11 +104,13 @@ class OperatorBounds:
         limits = ", ".join(f"{limit} ≤ {value:g}" for limit, value in self.maxima.items())
         network = "network allowed" if self.allow_network else "no network"
         preload = ", ".join(sorted(self.preload)) or "none"
+        calculator = ", ".join(f"{key} ≤ {value}" for key, value in self.calculator_maxima.items())
         return {
             "model.path": f"Operator bound: '{BUNDLED_MODEL}' or a directory under {models}.",
             "model.tokenizer_path": f"Operator bound: a directory under {models}.",
             "tools": f"Operator bounds on python's limits: {limits}, pool_size ≤ {self.max_pool_size:g}; "
-            f"{network}; limits.preload only of {preload} ({PRELOAD}). A tool's *_path: a file under {data}.",
+            f"{network}; limits.preload only of {preload} ({PRELOAD}). The calculator's {calculator}. "
+            f"A tool's *_path: a file under {data}.",
             "training.deepspeed.ranks": f"Operator bound: ≤ {self.max_ranks} ({MAX_RANKS}); on the CPU "
             "(resources.gpus 0) no more than the CPU cores of the worker that trains the run, with GPUs one "
             "rank per GPU",
@@ -182,6 +195,22 @@ class _Check:
                 config[key] = real
         if tool.get("name") in SANDBOX_TOOLS:
             self.sandbox(config, prefix)
+        if tool.get("name") in CALCULATOR_TOOLS:
+            self.calculator(tool["name"], config, prefix)
+
+    def calculator(self, name: str, config: dict[str, Any], prefix: str) -> None:
+        defaults = inspect.signature(TOOLS.get(name)).parameters
+        for key, setting in CALCULATOR_MAXIMA.items():
+            maximum, value = self.bounds.calculator_maxima[key], config.get(key)
+            if key not in config:
+                if defaults[key].default > maximum:
+                    config[key] = maximum
+            elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                self.fail(f"{prefix}.{key}", f"{key} is a positive whole number, not {value!r}")
+            elif value > maximum:
+                self.fail(
+                    f"{prefix}.{key}", f"{value} is above the operator's maximum of {maximum} ({setting})"
+                )
 
     def sandbox(self, config: dict[str, Any], prefix: str) -> None:
         raw = config.get("limits") or {}
