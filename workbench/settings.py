@@ -278,6 +278,9 @@ WORKBENCH_SANDBOX_PRELOAD = env_list("WORKBENCH_SANDBOX_PRELOAD", "")
 # killed at the tool's timeout).
 WORKBENCH_CALCULATOR_MAX_BITS = int(os.environ.get("WORKBENCH_CALCULATOR_MAX_BITS", "8192"))
 WORKBENCH_CALCULATOR_MAX_DEPTH = int(os.environ.get("WORKBENCH_CALCULATOR_MAX_DEPTH", "100"))
+# 1 where the rollout workers have GPUs set aside for rollouts and evaluations (in no gpu-queue worker's
+# WORKBENCH_GPUS): only then may remote rollouts and evaluations use model.device cuda (they claim no GPU).
+WORKBENCH_ROLLOUT_CUDA = env_bool("WORKBENCH_ROLLOUT_CUDA", default=False)
 # DeepSpeed ranks a run may start (processes on one worker; a CPU run's also within the worker's cores).
 WORKBENCH_MAX_RANKS = int(os.environ.get("WORKBENCH_MAX_RANKS", "8"))
 WORKBENCH_MODEL_ROOTS = os.environ.get("WORKBENCH_MODEL_ROOTS", str(VAR_DIR / "models")).split(":")

@@ -19,6 +19,7 @@ from workbench.accounts.access import require_role, team_id_of
 from workbench.accounts.models import Role
 from workbench.datasets.models import DatasetKind
 from workbench.runs.bounds import OutOfBounds, run_config_bound
+from workbench.runs.rollout_device import rollout_cuda_allowed, rollout_device
 from workbench.runs.services import run_config_compose
 
 from .models import Evaluation, ModelSource, Split
@@ -33,9 +34,12 @@ def _split_count(dataset_version, split: str) -> int:
 
 
 def _model_section(base: dict[str, Any], source: str, model_path: str, checkpoint) -> tuple[dict, str]:
-    """The config's model section and the label the leaderboard shows for it."""
+    """The config's model section and the label the leaderboard shows for it; the device is the rollout
+    workers' (the CPU unless the operator set GPUs aside for them), not the one the run trained on."""
     model = dict(base.get("model") or {})
     model["tokenizer_path"] = None  # a checkpoint and a model directory carry their own tokenizer
+    if not rollout_cuda_allowed():
+        model["device"] = "cpu"
     if source == ModelSource.TINY:
         return {**model, "path": "tiny"}, "tiny"
     if source == ModelSource.PATH:
@@ -93,9 +97,13 @@ def evaluation_config_bound(snapshot: dict[str, Any], *, team_id: int, trusted_m
     checked = {**snapshot, "model": {**snapshot["model"], "path": "tiny"}} if trusted_model else snapshot
     try:
         bound = run_config_bound(checked, team_id=team_id)
+        device = rollout_device(snapshot["model"].get("device", "cpu"), "evaluations")
     except OutOfBounds as exc:
         raise ValidationError(exc.errors) from None
-    return {**bound, "model": snapshot["model"]} if trusted_model else bound
+    except ValueError as exc:
+        raise ValidationError({"model.device": [str(exc)]}) from None
+    model = snapshot["model"] if trusted_model else bound["model"]
+    return {**bound, "model": {**model, "device": device}}
 
 
 def _check_owned(team, *, dataset_version, checkpoint, pins: Sequence) -> None:

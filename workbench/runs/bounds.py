@@ -9,6 +9,8 @@ A run launched from the workbench may use (settings are named after their enviro
   above the maximum is lowered to it);
 - at most WORKBENCH_MAX_RANKS DeepSpeed ranks (processes on one worker; a CPU run's must also fit the
   worker's cores, workbench/jobs/cores.py);
+- model.device cuda with jobs on the rollout workers (rollout.backend remote, evaluation.runner jobs) only
+  with WORKBENCH_ROLLOUT_CUDA (workbench/runs/rollout_device.py);
 - the bundled "tiny" model, or a model and tokenizer under WORKBENCH_MODEL_ROOTS;
 - data files (sft.data_path, data.train_path / eval_path, a tool's *_path) under WORKBENCH_DATA_ROOTS,
   or a dataset file of the run's own team (MEDIA_ROOT holds every team's uploads, so it is no root).
@@ -30,6 +32,8 @@ from pydantic import ValidationError as LimitsInvalid
 
 from trainers.workbench_api import TOOLS, SandboxLimits
 from workbench.datasets.models import DatasetVersion
+
+from .rollout_device import rollout_cuda_allowed, rollout_cuda_refusal
 
 SANDBOX_TOOLS = frozenset({"python"})
 # sandbox limit -> the setting holding the operator's maximum
@@ -248,6 +252,20 @@ class _Check:
             )
             self.fail(path, message)
 
+    def rollout_device(self) -> None:
+        """A device for the run's jobs on the rollout workers, which claim no GPU of theirs."""
+        device = _get(self.config, "model.device")
+        jobs = [
+            what
+            for what, path, value in (
+                ("remote rollouts (rollout.backend remote)", "rollout.backend", "remote"),
+                ("evaluation jobs (evaluation.runner jobs)", "evaluation.runner", "jobs"),
+            )
+            if _get(self.config, path) == value
+        ]
+        if jobs and isinstance(device, str) and device.startswith("cuda") and not rollout_cuda_allowed():
+            self.fail("model.device", rollout_cuda_refusal(device, " and ".join(jobs)))
+
     def ranks(self) -> None:
         training = self.config.get("training") or {}
         ranks = _get(self.config, "training.deepspeed.ranks")
@@ -279,6 +297,7 @@ def run_config_bound(
         if real is not None:
             _set(check.config, path, real)
     check.ranks()
+    check.rollout_device()
     tools = check.config.get("tools")
     for index, tool in enumerate(tools if isinstance(tools, list) else []):
         check.tool(index, tool)
