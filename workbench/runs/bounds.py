@@ -253,18 +253,24 @@ class _Check:
             self.fail(path, message)
 
     def rollout_device(self) -> None:
-        """A device for the run's jobs on the rollout workers, which claim no GPU of theirs."""
-        device = _get(self.config, "model.device")
+        """Jobs on the rollout workers claim no GPU: no CUDA (nor vLLM) there unless the operator allows."""
+        if rollout_cuda_allowed():
+            return
+        remote = _get(self.config, "rollout.backend") == "remote"
+        evaluations = _get(self.config, "evaluation.runner") == "jobs"
         jobs = [
             what
-            for what, path, value in (
-                ("remote rollouts (rollout.backend remote)", "rollout.backend", "remote"),
-                ("evaluation jobs (evaluation.runner jobs)", "evaluation.runner", "jobs"),
+            for what, on in (
+                ("remote rollouts (rollout.backend remote)", remote),
+                ("evaluation jobs (evaluation.runner jobs)", evaluations),
             )
-            if _get(self.config, path) == value
+            if on
         ]
-        if jobs and isinstance(device, str) and device.startswith("cuda") and not rollout_cuda_allowed():
+        device = _get(self.config, "model.device")
+        if jobs and isinstance(device, str) and device.startswith("cuda"):
             self.fail("model.device", rollout_cuda_refusal(device, " and ".join(jobs)))
+        if remote and _get(self.config, "generation.backend") == "vllm":
+            self.fail("generation.backend", rollout_cuda_refusal("vLLM", jobs[0]))
 
     def ranks(self) -> None:
         training = self.config.get("training") or {}
