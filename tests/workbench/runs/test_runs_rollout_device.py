@@ -40,3 +40,14 @@ def test_cuda_is_kept_for_training_and_where_the_operator_declares_rollout_gpus(
     assert create(team, member, CUDA).config["model"]["device"] == "cuda"  # rollouts on the run's own GPU
     settings.WORKBENCH_ROLLOUT_CUDA = True
     assert create(team, member, {**CUDA, "rollout": {"backend": "remote"}}).pk
+
+
+def test_vllm_remote_rollouts_need_gpus_on_the_rollout_workers(team, member, settings):
+    """A vLLM engine takes a GPU whatever model.device says ("auto" here)."""
+    remote = {"rollout": {"backend": "remote"}, "generation": {"backend": "vllm"}}
+    config = {"model": {"device": "auto"}, **remote}
+    with pytest.raises(ValidationError) as caught:
+        create(team, member, config)
+    assert "WORKBENCH_ROLLOUT_CUDA" in caught.value.message_dict["generation.backend"][0]
+    settings.WORKBENCH_ROLLOUT_CUDA = True
+    assert create(team, member, config).pk
