@@ -276,6 +276,17 @@ WORKBENCH_SANDBOX_MAX_PROCESSES = float(os.environ.get("WORKBENCH_SANDBOX_MAX_PR
 WORKBENCH_SANDBOX_MAX_OUTPUT_BYTES = float(os.environ.get("WORKBENCH_SANDBOX_MAX_OUTPUT_BYTES", "1048576"))
 WORKBENCH_SANDBOX_MAX_POOL_SIZE = float(os.environ.get("WORKBENCH_SANDBOX_MAX_POOL_SIZE", "8"))
 WORKBENCH_SANDBOX_ALLOW_NETWORK = env_bool("WORKBENCH_SANDBOX_ALLOW_NETWORK", default=False)
+# Modules a python tool's `limits.preload` may name (the sandbox imports them before isolating a call).
+WORKBENCH_SANDBOX_PRELOAD = env_list("WORKBENCH_SANDBOX_PRELOAD", "")
+# A calculator tool's result size and nesting (its work grows with both; each call runs in a child process
+# killed at the tool's timeout).
+WORKBENCH_CALCULATOR_MAX_BITS = int(os.environ.get("WORKBENCH_CALCULATOR_MAX_BITS", "8192"))
+WORKBENCH_CALCULATOR_MAX_DEPTH = int(os.environ.get("WORKBENCH_CALCULATOR_MAX_DEPTH", "100"))
+# 1 where the rollout workers have GPUs set aside for rollouts and evaluations (in no gpu-queue worker's
+# WORKBENCH_GPUS): only then may remote rollouts and evaluations use model.device cuda (they claim no GPU).
+WORKBENCH_ROLLOUT_CUDA = env_bool("WORKBENCH_ROLLOUT_CUDA", default=False)
+# DeepSpeed ranks a run may start (processes on one worker; a CPU run's also within the worker's cores).
+WORKBENCH_MAX_RANKS = int(os.environ.get("WORKBENCH_MAX_RANKS", "8"))
 WORKBENCH_MODEL_ROOTS = os.environ.get("WORKBENCH_MODEL_ROOTS", str(VAR_DIR / "models")).split(":")
 # Dataset files of the run's own team under MEDIA_ROOT are allowed besides these.
 WORKBENCH_DATA_ROOTS = os.environ.get("WORKBENCH_DATA_ROOTS", str(BASE_DIR / "trainers" / "data")).split(":")

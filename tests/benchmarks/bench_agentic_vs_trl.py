@@ -30,8 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # `make bench` run
 # slices to other work (the measured step was up to 4x slower); both sides, and the SFT, wait passively.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+from trainers.parsing.arithmetic import calculate
 from trainers.tools.base import TOOLS, ToolOutput
-from trainers.tools.calculator import Calculator, calculate
+from trainers.tools.calculator import Calculator
 
 MAX_CALLS, LATENCY_S = 3, 0.05
 LENGTH = "completions/mean_length"  # TRL's logged policy tokens per completion

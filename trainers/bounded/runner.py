@@ -196,9 +196,10 @@ class BoundedRunner:
         """Calls running now."""
         return self._busy
 
-    def call(self, fn: str, *args: Any) -> Any:
-        """`fn(*args)`'s JSON result; BoundsExceeded past a bound, BoundedCallError if `fn` raised."""
-        limits = self.limits
+    def call(self, fn: str, *args: Any, limits: Limits | None = None) -> Any:
+        """`fn(*args)`'s JSON result; BoundsExceeded past a bound, BoundedCallError if `fn` raised. `limits`
+        replaces the runner's for this call (its memory limit applies only to a worker it starts)."""
+        limits = limits or self.limits
         try:
             worker = self._idle.get(timeout=limits.wall_s)
         except queue.Empty:

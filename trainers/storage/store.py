@@ -73,6 +73,17 @@ class ArtifactStore:
     def url_of(self, key: str) -> str:
         return f"{self.url}/{check_key(key)}"
 
+    def key_of(self, url: str) -> str | None:
+        """The key of `url` in this store (the inverse of url_of), or None for a URL elsewhere, a local path
+        included: a URL from a message (a rollout job's weights) is read only when it is this store's."""
+        head, _, key = url.partition(f"{self.url}/")
+        if head or not key:
+            return None
+        try:
+            return check_key(key)
+        except ValueError:
+            return None
+
     def _path(self, key: str) -> str:
         return f"{self.root}/{check_key(key)}"
 

@@ -47,6 +47,9 @@ class Tool(ABC):
     description: ClassVar[str]
     parameters: ClassVar[dict[str, Any]]
     default_timeout_s: ClassVar[float] = 10.0
+    # seconds `invoke` waits on top of timeout_s: for a tool that holds its calls to timeout_s itself and
+    # needs a moment first (the calculator starts a child process after one was killed)
+    startup_s: ClassVar[float] = 0.0
 
     def __init__(self, *, timeout_s: float | None = None, **config: Any) -> None:
         self.timeout_s = timeout_s if timeout_s is not None else self.default_timeout_s
@@ -83,7 +86,7 @@ class Tool(ABC):
         error = self.validation_error(arguments)
         if error is None:
             try:
-                out = await asyncio.wait_for(self.run(arguments), timeout=self.timeout_s)
+                out = await asyncio.wait_for(self.run(arguments), timeout=self.timeout_s + self.startup_s)
             except TimeoutError:
                 out = ToolOutput(False, "", f"{self.name} timed out after {self.timeout_s:g}s")
             except Exception as exc:  # a tool bug becomes an observation, not a crashed rollout

@@ -1,155 +1,34 @@
-"""A calculator that parses arithmetic itself (no eval) and bounds its work, so `9**9**9**9` fails fast."""
+"""A calculator tool over trainers.parsing.arithmetic (no eval; work bounded by `max_bits` and `max_depth`).
+
+A call is evaluated in a bounded child process (trainers.bounded), killed at the tool's timeout: big-integer
+work within `max_bits` can still take seconds in C (3**20000000 with the bits lifted), which no timeout in
+the calling process could interrupt, and the calling process is a rollout worker serving other runs.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import math
-import re
 from typing import Any
 
+from trainers.bounded import BoundedCallError, BoundedRunner, BoundsExceeded, Limits
 from trainers.tools.base import TOOLS, Tool, ToolOutput
 
-Number = int | float
-TOKEN = re.compile(r"\s*(?:(\d+\.\d*|\.\d+|\d+)|(\*\*|//|[-+*/%()]))")
+CALC_MEMORY_MB = 1024  # of a child's address space: the interpreter, and a value of max_bits
+CALC_OUTPUT_BYTES = 1 << 16  # a printed value (Python prints at most 4300 digits of an int)
+CALCULATE_IN_WORKER = "trainers.parsing.arithmetic:calculate_text"
 
 
-class CalcError(ValueError):
-    """A user-facing arithmetic error (syntax, division by zero, a result too large)."""
+def call_limits(timeout_s: float) -> Limits:
+    """One call's bounds: the tool's timeout as the deadline and (rounded up) as CPU seconds."""
+    return Limits(
+        cpu_s=max(1, math.ceil(timeout_s)), wall_s=timeout_s, memory_mb=CALC_MEMORY_MB,
+        output_bytes=CALC_OUTPUT_BYTES,
+    )  # fmt: skip
 
 
-def tokenize(text: str) -> list[str]:
-    tokens, pos = [], 0
-    text = text.rstrip()
-    while pos < len(text):
-        match = TOKEN.match(text, pos)
-        if not match:
-            raise CalcError(f"unexpected character {text[pos:].lstrip()[:1]!r} at position {pos}")
-        tokens.append(match.group(1) or match.group(2))
-        pos = match.end()
-    return tokens
-
-
-class Parser:
-    """Recursive descent with Python's precedence: + - < * / // % < unary - < ** (right-associative)."""
-
-    def __init__(self, tokens: list[str], *, max_bits: int, max_depth: int) -> None:
-        self.tokens, self.pos = tokens, 0
-        self.max_bits, self.max_depth, self.depth = max_bits, max_depth, 0
-
-    def parse(self) -> Number:
-        if not self.tokens:
-            raise CalcError("empty expression")
-        value = self.expr()
-        if self.pos < len(self.tokens):
-            raise CalcError(f"unexpected {self.tokens[self.pos]!r} at token {self.pos + 1}")
-        return value
-
-    def peek(self) -> str | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
-
-    def take(self) -> str:
-        token = self.peek()
-        if token is None:
-            raise CalcError("unexpected end of expression")
-        self.pos += 1
-        return token
-
-    def expr(self) -> Number:
-        value = self.term()
-        while self.peek() in ("+", "-"):
-            op, right = self.take(), self.term()
-            try:  # an int past float range meeting a float overflows on conversion: 10**400 + 1.0
-                result = value + right if op == "+" else value - right
-            except OverflowError:
-                raise CalcError("result too large") from None
-            value = self.check(result)
-        return value
-
-    def term(self) -> Number:
-        value = self.unary()
-        while self.peek() in ("*", "/", "//", "%"):
-            op, right = self.take(), self.unary()
-            value = self.binary(op, value, right)
-        return value
-
-    def unary(self) -> Number:
-        if self.peek() in ("-", "+"):
-            op = self.take()
-            self.enter()
-            value = self.unary()
-            self.depth -= 1
-            return -value if op == "-" else value
-        return self.power()
-
-    def power(self) -> Number:
-        base = self.atom()
-        if self.peek() != "**":
-            return base
-        self.take()
-        self.enter()
-        exponent = self.unary()  # right-associative, and 2**-1 is allowed
-        self.depth -= 1
-        return self.pow(base, exponent)
-
-    def atom(self) -> Number:
-        token = self.take()
-        if token == "(":
-            self.enter()
-            value = self.expr()
-            self.depth -= 1
-            if self.peek() != ")":
-                raise CalcError("missing ')'")
-            self.take()
-            return value
-        if token[0].isdigit() or token[0] == ".":
-            return self.check(float(token) if "." in token else int(token))  # a 400-digit float is inf
-        raise CalcError(f"unexpected {token!r}")
-
-    def enter(self) -> None:
-        self.depth += 1
-        if self.depth > self.max_depth:
-            raise CalcError(f"expression nested deeper than {self.max_depth}")
-
-    def binary(self, op: str, a: Number, b: Number) -> Number:
-        if op != "*" and b == 0:
-            raise CalcError("division by zero")
-        big = op == "*" and isinstance(a, int) and isinstance(b, int)
-        if big and a.bit_length() + b.bit_length() > self.max_bits:
-            raise CalcError("result too large")
-        try:
-            result = {"*": lambda: a * b, "/": lambda: a / b, "//": lambda: a // b, "%": lambda: a % b}[op]()
-        except OverflowError:
-            raise CalcError("result too large") from None
-        return self.check(result)
-
-    def pow(self, base: Number, exponent: Number) -> Number:
-        if base == 0 and exponent < 0:
-            raise CalcError("zero cannot be raised to a negative power")
-        grows = isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1
-        if grows and exponent * math.log2(abs(base)) > self.max_bits:  # sized before computing: stays fast
-            raise CalcError("result too large")
-        try:
-            result = base**exponent
-        except OverflowError:
-            raise CalcError("result too large") from None
-        if isinstance(result, complex):
-            raise CalcError("fractional power of a negative number")
-        return self.check(result)
-
-    def check(self, value: Number) -> Number:
-        if isinstance(value, float) and not math.isfinite(value):
-            raise CalcError("result too large")
-        if isinstance(value, int) and value.bit_length() > self.max_bits:
-            raise CalcError("result too large")
-        return value
-
-
-def calculate(
-    expression: str, *, max_bits: int = 4096, max_depth: int = 64, max_length: int = 1000
-) -> Number:
-    """Evaluate `expression` exactly for integers, as Python floats otherwise; raise CalcError on misuse."""
-    if len(expression) > max_length:
-        raise CalcError(f"expression longer than {max_length} characters")
-    return Parser(tokenize(expression), max_bits=max_bits, max_depth=max_depth).parse()
+# the children every calculator of this process shares; each call passes its own tool's limits
+CALCULATOR = BoundedRunner(call_limits(2.0), preload=("trainers.parsing.arithmetic",), workers=4)
 
 
 @TOOLS.register("calculator")
@@ -163,14 +42,25 @@ class Calculator(Tool):
         "additionalProperties": False,
     }
     default_timeout_s = 2.0
+    startup_s = 10.0  # a child replaced after a timeout starts outside the call's own deadline
 
     def __init__(self, *, timeout_s: float | None = None, max_bits: int = 4096, max_depth: int = 64) -> None:
         super().__init__(timeout_s=timeout_s)
         self.max_bits, self.max_depth = max_bits, max_depth
 
     async def run(self, arguments: dict[str, Any]) -> ToolOutput:
+        expression = arguments["expression"]
         try:
-            value = calculate(arguments["expression"], max_bits=self.max_bits, max_depth=self.max_depth)
-        except CalcError as exc:
+            reply = await asyncio.to_thread(
+                CALCULATOR.call, CALCULATE_IN_WORKER, expression, self.max_bits, self.max_depth,
+                limits=call_limits(self.timeout_s),
+            )  # fmt: skip
+        except BoundsExceeded as exc:
+            if exc.kind == "time":
+                return ToolOutput(False, "", f"{self.name} timed out after {self.timeout_s:g}s")
+            return ToolOutput(False, "", f"calculator error: the calculation {exc}")
+        except BoundedCallError as exc:
             return ToolOutput(False, "", f"calculator error: {exc}")
-        return ToolOutput(True, repr(value))
+        if "error" in reply:
+            return ToolOutput(False, "", f"calculator error: {reply['error']}")
+        return ToolOutput(True, reply["value"])

@@ -20,6 +20,7 @@ from workbench.accounts.models import Role
 from workbench.celery_app import app as celery_app
 from workbench.datasets.models import DatasetKind
 from workbench.runs.config.bounds import OutOfBounds, run_config_bound
+from workbench.runs.config.rollout_device import rollout_cuda_allowed, rollout_device
 from workbench.runs.services import run_config_compose
 
 from .models import Evaluation, ModelSource, Split
@@ -35,9 +36,12 @@ def _split_count(dataset_version, split: str) -> int:
 
 
 def _model_section(run: RunConfig, source: str, model_path: str, checkpoint) -> tuple[dict, str]:
-    """The run config's model section and the label the leaderboard shows for it."""
+    """The run config's model section and the label the leaderboard shows for it; the device is the rollout
+    workers' (the CPU unless the operator set GPUs aside for them), not the one the run trained on."""
     # a checkpoint and a model directory carry their own tokenizer
     model = {**run.model.model_dump(mode="json"), "tokenizer_path": None}
+    if not rollout_cuda_allowed():
+        model["device"] = "cpu"
     if source == ModelSource.TINY:
         return {**model, "path": "tiny"}, "tiny"
     if source == ModelSource.PATH:
@@ -96,9 +100,13 @@ def evaluation_config_bound(snapshot: dict[str, Any], *, team_id: int, trusted_m
     checked = {**snapshot, "model": {**snapshot["model"], "path": "tiny"}} if trusted_model else snapshot
     try:
         bound = run_config_bound(checked, team_id=team_id)
+        device = rollout_device(snapshot["model"].get("device", "cpu"), "evaluations")
     except OutOfBounds as exc:
         raise ValidationError(exc.errors) from None
-    return {**bound, "model": snapshot["model"]} if trusted_model else bound
+    except ValueError as exc:
+        raise ValidationError({"model.device": [str(exc)]}) from None
+    model = snapshot["model"] if trusted_model else bound["model"]
+    return {**bound, "model": {**model, "device": device}}
 
 
 def _check_owned(team, *, dataset_version, checkpoint, pins: Sequence) -> None:

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from trainers.workbench_api import sandbox_probe
 from workbench.jobs import services
+from workbench.jobs.cores import cores_here
 from workbench.jobs.gpus import GPUS_ENV, gpus_advertised
 
 logger = logging.getLogger(__name__)
@@ -89,6 +90,7 @@ class Heartbeat(threading.Thread):
                 hostname=self.hostname,
                 queues=self.queues,
                 gpus=self.gpus,
+                cpus=cores_here(),
                 sandbox=self.sandbox,
                 pid=os.getpid(),
                 started_at=self.started_at,

@@ -50,6 +50,7 @@ class WorkerHeartbeat(models.Model):
     hostname = models.CharField(max_length=255, unique=True)
     queues = models.JSONField(default=list)
     gpus = models.JSONField(default=list)  # [{"index": 0, "name": ..., "memory_gb": ...}]
+    cpus = models.PositiveIntegerField(default=0)  # the cores its tasks may use (0: not reported)
     # What the code sandbox gets on this worker: {"mode": "root" | "userns" | "none" | "refused",
     # "isolation": {...}, "error": ..., "insecure_allowed": bool} ({} until the probe answered)
     sandbox = models.JSONField(default=dict, blank=True)

@@ -43,13 +43,21 @@ def job_fail(*, job_id, error: str, message: str = "Failed") -> None:
 
 
 def worker_heartbeat_beat(
-    *, hostname: str, queues: list[str], gpus: list[dict], pid: int, started_at, sandbox: dict | None = None
+    *,
+    hostname: str,
+    queues: list[str],
+    gpus: list[dict],
+    pid: int,
+    started_at,
+    sandbox: dict | None = None,
+    cpus: int = 0,
 ) -> None:
     WorkerHeartbeat.objects.update_or_create(
         hostname=hostname,
         defaults={
             "queues": queues,
             "gpus": gpus,
+            "cpus": cpus,
             "sandbox": sandbox or {},
             "pid": pid,
             "started_at": started_at,

@@ -17,6 +17,7 @@ from django.utils import timezone
 from trainers.workbench_api import ConfigError, validate_config
 from workbench.accounts.access import require_role, team_id_of
 from workbench.accounts.models import Role
+from workbench.jobs.cores import cpu_ranks, ranks_launch_error
 from workbench.jobs.gpus import gpu_launch_error
 from workbench.jobs.queues import QUEUE_NAMES
 from workbench.jobs.selectors import workers_online
@@ -122,6 +123,7 @@ def run_create(
         raise ValidationError(missing)
     if launch:
         run_gpus_check(gpus=typed.resources.gpus, queue=queue)
+        run_ranks_check(config=snapshot, queue=queue)
     run = Run(
         team=team,
         created_by=user,
@@ -150,6 +152,14 @@ def run_gpus_check(*, gpus: int, queue: str) -> None:
     error = gpu_launch_error(gpus=gpus, queue=queue, workers=workers_online())
     if error:
         raise ValidationError({"resources.gpus": [error]})
+
+
+def run_ranks_check(*, config: dict[str, Any], queue: str) -> None:
+    """Refuse a CPU DeepSpeed run with more ranks (processes) than any live worker on the queue has cores."""
+    ranks = cpu_ranks(config)
+    error = None if ranks is None else ranks_launch_error(ranks=ranks, queue=queue, workers=workers_online())
+    if error:
+        raise ValidationError({"training.deepspeed.ranks": [error]})
 
 
 def run_launch(*, run: Run) -> None:

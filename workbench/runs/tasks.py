@@ -7,10 +7,11 @@ from functools import partial
 from celery import shared_task
 from django.conf import settings
 
-from trainers.workbench_api import RolloutJob, RolloutWorkerState, run_config
+from trainers.workbench_api import RolloutWorkerState, run_config
 from workbench.jobs.gpus import GpusBusy
 
 from .execution.rollout_dispatch import CeleryDispatcher, rollout_weights_delete, rollout_weights_url
+from .execution.rollout_job_bounds import rollout_job_bound
 from .execution.worker import RunBusy, run_execute
 
 _rollout_worker = None  # this process's RolloutWorkerState: the policies it keeps loaded between jobs
@@ -57,6 +58,7 @@ def train_run(self, run_id: int) -> str | None:
 )  # fmt: skip
 def rollout_chunk(self, job: dict) -> dict:
     global _rollout_worker
+    checked = rollout_job_bound(job)  # the payload is trusted in nothing: checked before anything is read
     if _rollout_worker is None:
         _rollout_worker = RolloutWorkerState(self.request.hostname or "rollout")
-    return _rollout_worker.run(RolloutJob.from_dict(job)).to_dict()
+    return _rollout_worker.run(checked).to_dict()

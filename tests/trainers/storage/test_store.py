@@ -200,3 +200,13 @@ def test_s3_without_s3fs_names_the_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "s3fs", None)  # what `import s3fs` meets where it is not installed
     with pytest.raises(ImportError, match="pip install s3fs"):
         ArtifactStore.from_url("s3://bucket/prefix")
+
+
+def test_key_of_accepts_only_urls_of_this_store(store):
+    key = "runs/7/rollout"
+    assert store.key_of(store.url_of(key)) == key
+    elsewhere = [
+        "http://127.0.0.1:8000/runs/7/rollout", f"{store.url}-other/{key}", f"{store.url}/runs/7/../8",
+        f"{store.url}/", store.url, f"x{store.url}/{key}", f"{store.url}/.artifact-complete",
+    ]  # fmt: skip
+    assert [store.key_of(url) for url in elsewhere] == [None] * len(elsewhere)

@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from trainers.tools.calculator import CalcError, Calculator, Parser, calculate
+from trainers.parsing.arithmetic import CalcError, Parser, calculate
+from trainers.tools.calculator import Calculator
 
 
 @pytest.mark.parametrize(
@@ -98,3 +99,24 @@ def test_tool_reports_float_overflow_as_a_calculator_error(expression: str) -> N
     """An int past float range meeting a float raised a raw OverflowError out of the parser."""
     result = asyncio.run(Calculator().invoke({"expression": expression}))
     assert (result.ok, result.error) == (False, "calculator error: result too large")
+
+
+def test_a_huge_power_is_stopped_at_the_timeout_and_the_caller_goes_on() -> None:
+    """With max_bits lifted, 3**20000000 is seconds of big-integer work in C, which no signal interrupts:
+    it runs in a bounded child process, killed at the tool's timeout, so the observation says so at once
+    and the next call is answered (by a fresh child)."""
+    tool = Calculator(timeout_s=0.5, max_bits=10**9)
+
+    async def calls() -> list:
+        return [await tool.invoke({"expression": e}) for e in ("3**20000000", "3**200000000", "6 * 7")]
+
+    huge, larger, small = asyncio.run(calls())
+    for result in (huge, larger):
+        assert not result.ok and result.error == "calculator timed out after 0.5s"
+    assert (small.ok, small.output) == (True, "42")
+
+
+def test_a_result_too_long_to_print_is_a_calculator_error() -> None:
+    """Past Python's 4300 printed digits the value has no repr: an observation, not a ValueError."""
+    result = asyncio.run(Calculator(max_bits=10**6).invoke({"expression": "7 ** 100000"}))
+    assert not result.ok and result.error.startswith("calculator error: result has more than")

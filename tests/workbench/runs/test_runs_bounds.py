@@ -13,6 +13,7 @@ from django.urls import reverse
 from tests.workbench.support.datasets import prompts_version
 from trainers.config import RunConfig, load_config
 from workbench.datasets.models import Dataset, DatasetVersion
+from workbench.runs.config.bounds import run_config_bound
 from workbench.runs.execution.worker import execution_config, run_execute
 from workbench.runs.models import Run, RunStatus
 from workbench.runs.services import run_create
@@ -85,6 +86,44 @@ def test_network_only_where_the_operator_allows_it(team, member, settings):
 def test_an_oversized_sandbox_pool_is_refused(team, member):
     errors = refusal(team, member, python_tool(pool_size=500))
     assert "WORKBENCH_SANDBOX_MAX_POOL_SIZE" in errors["tools.0.config.pool_size"][0]
+
+
+def test_preload_is_the_operators_not_a_run_configs(team, member, settings):
+    """The sandbox's parent imports preloaded modules before the call's namespaces and privilege drop."""
+    errors = refusal(team, member, python_tool(limits={"preload": ["ctypes"]}))
+    assert list(errors) == ["tools.0.config.limits.preload"]
+    assert "WORKBENCH_SANDBOX_PRELOAD" in errors["tools.0.config.limits.preload"][0]
+    settings.WORKBENCH_SANDBOX_PRELOAD = ["numpy"]
+    assert "tools.0.config.limits.preload" in refusal(team, member, python_tool(limits={"preload": ["os"]}))
+    assert create(team, member, python_tool(limits={"preload": ["numpy"]})).pk
+
+
+def calculator(**config) -> dict:
+    return {"tools": [{"name": "calculator", "config": config}]}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "setting"),
+    [
+        ("max_bits", 10**9, "WORKBENCH_CALCULATOR_MAX_BITS"),
+        ("max_depth", 10**6, "WORKBENCH_CALCULATOR_MAX_DEPTH"),
+    ],
+)
+def test_calculator_bounds_past_the_maximum_are_refused(team, member, key, value, setting):
+    """max_bits sizes the big integers a call may build (3**20000000 was seconds of work), max_depth its
+    recursion: a run config may not lift either past the operator's maximum."""
+    errors = refusal(team, member, calculator(**{key: value}))
+    assert list(errors) == [f"tools.0.config.{key}"] and setting in errors[f"tools.0.config.{key}"][0]
+    assert "tools.0.config.max_bits" in refusal(team, member, calculator(max_bits="lots"))
+
+
+def test_calculator_defaults_above_the_maximum_are_lowered_to_it(team, member, settings):
+    settings.WORKBENCH_CALCULATOR_MAX_BITS = 1024  # below the calculator's default of 4096
+    run = create(team, member, calculator(max_depth=32))
+    assert run_config_bound(run.config, team_id=team.pk)["tools"][0]["config"] == {
+        "max_bits": 1024,
+        "max_depth": 32,
+    }
 
 
 def test_model_and_tokenizer_only_from_the_model_roots(team, member, roots):

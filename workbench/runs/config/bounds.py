@@ -3,6 +3,14 @@
 A run launched from the workbench may use (settings are named after their environment variables):
 - python-tool sandbox limits up to WORKBENCH_SANDBOX_MAX_* (a limit the config leaves at a default
   above the maximum is clamped to it), and the host network only with WORKBENCH_SANDBOX_ALLOW_NETWORK;
+- no python-tool `limits.preload` but modules in WORKBENCH_SANDBOX_PRELOAD (the sandbox's parent imports
+  them before the call's namespaces and privilege drop: what it imports is the operator's choice);
+- a calculator tool's max_bits and max_depth up to WORKBENCH_CALCULATOR_MAX_BITS / _MAX_DEPTH (a default
+  above the maximum is lowered to it);
+- at most WORKBENCH_MAX_RANKS DeepSpeed ranks (processes on one worker; a CPU run's must also fit the
+  worker's cores, workbench/jobs/cores.py);
+- model.device cuda with jobs on the rollout workers (rollout.backend remote, evaluation.runner jobs) only
+  with WORKBENCH_ROLLOUT_CUDA (workbench/runs/config/rollout_device.py);
 - the bundled "tiny" model, or a model and tokenizer under WORKBENCH_MODEL_ROOTS;
 - data files (sft.data_path, data.train_path / eval_path, a tool's *_path) under WORKBENCH_DATA_ROOTS,
   or a dataset file of the run's own team (MEDIA_ROOT holds every team's uploads, so it is no root).
@@ -13,6 +21,7 @@ a run is created and again on the worker before training; `python -m trainers` i
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +30,10 @@ from typing import Any
 from django.conf import settings
 from pydantic import ValidationError as LimitsInvalid
 
-from trainers.workbench_api import SandboxLimits
+from trainers.workbench_api import TOOLS, SandboxLimits
 from workbench.datasets.models import DatasetVersion
+
+from .rollout_device import rollout_cuda_allowed, rollout_cuda_refusal
 
 SANDBOX_TOOLS = frozenset({"python"})
 # sandbox limit -> the setting holding the operator's maximum
@@ -34,8 +45,16 @@ LIMIT_MAXIMA = {
     "max_processes": "WORKBENCH_SANDBOX_MAX_PROCESSES",
     "max_output_bytes": "WORKBENCH_SANDBOX_MAX_OUTPUT_BYTES",
 }
+CALCULATOR_TOOLS = frozenset({"calculator"})
+# calculator bound -> the setting holding the operator's maximum (its work grows with both)
+CALCULATOR_MAXIMA = {
+    "max_bits": "WORKBENCH_CALCULATOR_MAX_BITS",
+    "max_depth": "WORKBENCH_CALCULATOR_MAX_DEPTH",
+}
 POOL_SIZE = "WORKBENCH_SANDBOX_MAX_POOL_SIZE"  # warm sandbox workers of one python tool (`pool_size`)
 NETWORK = "WORKBENCH_SANDBOX_ALLOW_NETWORK"
+PRELOAD = "WORKBENCH_SANDBOX_PRELOAD"  # modules a python tool's sandbox may import before isolating
+MAX_RANKS = "WORKBENCH_MAX_RANKS"  # DeepSpeed ranks of a run: processes it starts on one worker
 MODEL_ROOTS, DATA_ROOTS = "WORKBENCH_MODEL_ROOTS", "WORKBENCH_DATA_ROOTS"
 MODEL_PATHS = ("model.path", "model.tokenizer_path")
 DATA_PATHS = ("sft.data_path", "data.train_path", "data.eval_path")
@@ -59,8 +78,11 @@ class OperatorBounds:
     """The operator's bounds, read from settings when a config is checked."""
 
     maxima: dict[str, float]
+    calculator_maxima: dict[str, int]
     max_pool_size: float
     allow_network: bool
+    preload: frozenset[str]
+    max_ranks: int
     model_roots: tuple[Path, ...]
     data_roots: tuple[Path, ...]
     media_root: Path
@@ -69,8 +91,11 @@ class OperatorBounds:
     def from_settings(cls) -> OperatorBounds:
         return cls(
             maxima={limit: float(getattr(settings, name)) for limit, name in LIMIT_MAXIMA.items()},
+            calculator_maxima={key: int(getattr(settings, name)) for key, name in CALCULATOR_MAXIMA.items()},
             max_pool_size=float(getattr(settings, POOL_SIZE)),
             allow_network=bool(getattr(settings, NETWORK)),
+            preload=frozenset(getattr(settings, PRELOAD)),
+            max_ranks=int(getattr(settings, MAX_RANKS)),
             model_roots=_real_roots(MODEL_ROOTS),
             data_roots=_real_roots(DATA_ROOTS),
             media_root=Path(os.path.realpath(settings.MEDIA_ROOT)),
@@ -82,11 +107,17 @@ class OperatorBounds:
         data = ", ".join(map(str, self.data_roots)) or "none"
         limits = ", ".join(f"{limit} ≤ {value:g}" for limit, value in self.maxima.items())
         network = "network allowed" if self.allow_network else "no network"
+        preload = ", ".join(sorted(self.preload)) or "none"
+        calculator = ", ".join(f"{key} ≤ {value}" for key, value in self.calculator_maxima.items())
         return {
             "model.path": f"Operator bound: '{BUNDLED_MODEL}' or a directory under {models}.",
             "model.tokenizer_path": f"Operator bound: a directory under {models}.",
             "tools": f"Operator bounds on python's limits: {limits}, pool_size ≤ {self.max_pool_size:g}; "
-            f"{network}. A tool's *_path: a file under {data}.",
+            f"{network}; limits.preload only of {preload} ({PRELOAD}). The calculator's {calculator}. "
+            f"A tool's *_path: a file under {data}.",
+            "training.deepspeed.ranks": f"Operator bound: ≤ {self.max_ranks} ({MAX_RANKS}); on the CPU "
+            "(resources.gpus 0) no more than the CPU cores of the worker that trains the run, with GPUs one "
+            "rank per GPU",
             "sft": f"Operator bound: data_path is a file under {data} or a dataset file of this team.",
         }
 
@@ -168,6 +199,22 @@ class _Check:
                 config[key] = real
         if tool.get("name") in SANDBOX_TOOLS:
             self.sandbox(config, prefix)
+        if tool.get("name") in CALCULATOR_TOOLS:
+            self.calculator(tool["name"], config, prefix)
+
+    def calculator(self, name: str, config: dict[str, Any], prefix: str) -> None:
+        defaults = inspect.signature(TOOLS.get(name)).parameters
+        for key, setting in CALCULATOR_MAXIMA.items():
+            maximum, value = self.bounds.calculator_maxima[key], config.get(key)
+            if key not in config:
+                if defaults[key].default > maximum:
+                    config[key] = maximum
+            elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                self.fail(f"{prefix}.{key}", f"{key} is a positive whole number, not {value!r}")
+            elif value > maximum:
+                self.fail(
+                    f"{prefix}.{key}", f"{value} is above the operator's maximum of {maximum} ({setting})"
+                )
 
     def sandbox(self, config: dict[str, Any], prefix: str) -> None:
         raw = config.get("limits") or {}
@@ -189,9 +236,49 @@ class _Check:
                 clamped[limit] = type(value)(maximum)
         if limits.network and not self.bounds.allow_network:
             self.fail(f"{prefix}.limits.network", f"the operator allows runs no network ({NETWORK} is off)")
+        self.preload(limits.preload, f"{prefix}.limits.preload")
         if clamped:
             config["limits"] = {**raw, **clamped}
         self.pool_size(config.get("pool_size"), f"{prefix}.pool_size")
+
+    def preload(self, modules: tuple[str, ...], path: str) -> None:
+        """Preloaded modules run in the sandbox's parent, before isolation: only the operator's list."""
+        refused = sorted(set(modules) - self.bounds.preload)
+        if refused:
+            allowed = ", ".join(sorted(self.bounds.preload)) or "none"
+            message = (
+                f"{', '.join(refused)}: the sandbox imports preloaded modules before it isolates the call, "
+                f"so only the operator's may be preloaded ({PRELOAD}: {allowed})"
+            )
+            self.fail(path, message)
+
+    def rollout_device(self) -> None:
+        """Jobs on the rollout workers claim no GPU: no CUDA (nor vLLM) there unless the operator allows."""
+        if rollout_cuda_allowed():
+            return
+        remote = _get(self.config, "rollout.backend") == "remote"
+        evaluations = _get(self.config, "evaluation.runner") == "jobs"
+        jobs = [
+            what
+            for what, on in (
+                ("remote rollouts (rollout.backend remote)", remote),
+                ("evaluation jobs (evaluation.runner jobs)", evaluations),
+            )
+            if on
+        ]
+        device = _get(self.config, "model.device")
+        if jobs and isinstance(device, str) and device.startswith("cuda"):
+            self.fail("model.device", rollout_cuda_refusal(device, " and ".join(jobs)))
+        if remote and _get(self.config, "generation.backend") == "vllm":
+            self.fail("generation.backend", rollout_cuda_refusal("vLLM", jobs[0]))
+
+    def ranks(self) -> None:
+        training = self.config.get("training") or {}
+        ranks = _get(self.config, "training.deepspeed.ranks")
+        if training.get("engine") == "deepspeed" and isinstance(ranks, int) and ranks > self.bounds.max_ranks:
+            maximum = self.bounds.max_ranks
+            message = f"{ranks} ranks (processes on one worker) are above the operator's maximum of {maximum}"
+            self.fail("training.deepspeed.ranks", f"{message} ({MAX_RANKS})")
 
     def pool_size(self, value: Any, path: str) -> None:
         if value is None:
@@ -215,6 +302,8 @@ def run_config_bound(
         real = check.data_file(_get(check.config, path), path)
         if real is not None:
             _set(check.config, path, real)
+    check.ranks()
+    check.rollout_device()
     tools = check.config.get("tools")
     for index, tool in enumerate(tools if isinstance(tools, list) else []):
         check.tool(index, tool)

@@ -31,14 +31,19 @@ ROLLOUT_TASK = "workbench.runs.tasks.rollout_chunk"
 ROLLOUT_QUEUE = "rollout"
 
 
+def rollout_weights_key(run_id: int) -> str:
+    """A run's published weights' key in the artifact store."""
+    return f"runs/{run_id}/rollout"
+
+
 def rollout_weights_url(run_id: int) -> str:
     """Where a run's published weights live: under the artifact store every worker reads."""
-    return ArtifactStore.from_url(settings.ARTIFACTS_URL).url_of(f"runs/{run_id}/rollout")
+    return ArtifactStore.from_url(settings.ARTIFACTS_URL).url_of(rollout_weights_key(run_id))
 
 
 def rollout_weights_delete(run_id: int) -> None:
     """Drop a finished run's published weights (a resumed attempt publishes its own again)."""
-    ArtifactStore.from_url(settings.ARTIFACTS_URL).delete(f"runs/{run_id}/rollout")
+    ArtifactStore.from_url(settings.ARTIFACTS_URL).delete(rollout_weights_key(run_id))
 
 
 class CeleryDispatcher(ResubmittingDispatcher):

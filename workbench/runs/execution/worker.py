@@ -22,9 +22,10 @@ from django.utils import timezone
 
 from trainers.workbench_api import ArtifactStore, RunConfig, validate_config
 from workbench.datasets.export import write_split_rows
+from workbench.jobs.cores import cpu_ranks, ranks_here_error
 from workbench.jobs.gpus import CUDA_ENV, cuda_visible, gpus_release, gpus_take, worker_gpu_indices
 
-from ..config.bounds import run_config_bound
+from ..config.bounds import OutOfBounds, run_config_bound
 from ..models import Checkpoint, Run, RunStatus
 from ..telemetry.alerts import run_alerts_detect
 from .artifacts import CheckpointMirror, artifact_store, checkpoint_local
@@ -154,6 +155,10 @@ def execution_config(run: Run) -> RunConfig:
     """The snapshot within the operator's bounds (checked again: the row may have been edited since it was
     created), plus what only the worker knows: its run directory and the exported data files."""
     config = run_config_bound(run.config, team_id=run.team_id)
+    ranks = cpu_ranks(config)
+    error = None if ranks is None else ranks_here_error(ranks)
+    if error:  # before torchrun starts one process per rank here
+        raise OutOfBounds({"training.deepspeed.ranks": [error]})
     directory = run_dir(run)
     directory.mkdir(parents=True, exist_ok=True)
     data = {**config.get("data", {}), **_export_rows(run, directory)}
