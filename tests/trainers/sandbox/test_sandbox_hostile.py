@@ -13,12 +13,12 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.support.polling import wait_for
 from trainers.sandbox import SandboxLimits, WorkerPool
 from trainers.sandbox.pool import PROJECT_ROOT
 
@@ -378,10 +378,9 @@ def test_every_worker_dies_with_the_pools_process(how: str) -> None:
     )
     try:
         zygote = int(owner.stdout.readline())
-        deadline = time.monotonic() + 60  # a wait for the workers to start, not a speed claim
-        while len(workers := descendants(zygote)) < 9 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(workers) >= 9, "two warm workers and a running call: launcher, init, snippet each"
+        started = lambda: found if len(found := descendants(zygote)) >= 9 else None  # noqa: E731
+        # a wait for the workers to start, not a speed claim
+        workers = wait_for(started, 60, "two warm workers and a running call (launcher, init, snippet each)")
         workers |= {(pid, start) for pid, start in descendants(owner.pid) if pid == zygote}
         if how == "sigkill":
             owner.send_signal(signal.SIGKILL)
@@ -389,10 +388,7 @@ def test_every_worker_dies_with_the_pools_process(how: str) -> None:
             owner.stdin.write("\n")
             owner.stdin.flush()
         owner.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while alive(workers) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert alive(workers) == set()
+        wait_for(lambda: not alive(workers), 30, "every worker to die with the pool's process", every=0.05)
     finally:
         owner.kill()
         owner.wait()

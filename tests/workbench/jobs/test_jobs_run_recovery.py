@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from django.db import connection
 from django.utils import timezone
 from kombu import Connection, Exchange, Queue
 
+from tests.support.polling import wait_for
 from tests.workbench.support.worker import WorkerProcess
 from trainers.demo.arithmetic import make_problem, write_rows
 from workbench.celery_app import app as celery_app
@@ -33,15 +33,6 @@ pytestmark = [pytest.mark.services, pytest.mark.timeout(300)]
 SHORT_LEASE = {"RUNS_LEASE_S": "6", "RUNS_SWEEP_INTERVAL_S": "1"}
 STEPS = 6
 UNTOUCHED = -12345.0  # written over the stored steps a resumed run must not compute again
-
-
-def wait_for(predicate, timeout: float, what: str, worker: WorkerProcess | None = None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}" + (f"\n{worker.log_tail()}" if worker else ""))
 
 
 def run_now(pk: int) -> Run:

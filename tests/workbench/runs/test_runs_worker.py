@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from tests.support.polling import wait_for
 from tests.workbench.support.worker import WorkerProcess
 from workbench.runs.models import MetricPoint, Run, RunStatus
 from workbench.runs.services import run_cancel, run_create
@@ -27,16 +28,6 @@ def tiny_config(steps: int) -> dict:
         "training": {"steps": steps},
         "checkpoint": {"every_steps": 2},
     }
-
-
-def wait_for(predicate, timeout: float, what: str, worker=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}" + (f"\n{worker.log_tail()}" if worker else ""))
 
 
 def run_now(pk: int) -> Run:
