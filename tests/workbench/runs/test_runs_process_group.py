@@ -23,8 +23,6 @@ from workbench.runs.tasks import train_run
 
 from .test_runs_worker import reward_steps, run_now, tiny_config
 
-pytest.importorskip("deepspeed", reason="deepspeed is not installed (requirements.txt installs it)")
-
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(420)]
 
 
