@@ -35,6 +35,7 @@ def run_services(*argv: str, **kwargs) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_throwaway_servers_serve_the_command_and_are_gone_after():
     before = throwaway_dirs()
     runner = run_services("--throwaway", "--", sys.executable, "-c", PROBE)
@@ -47,12 +48,14 @@ def test_throwaway_servers_serve_the_command_and_are_gone_after():
     assert throwaway_dirs() == before
 
 
+@pytest.mark.slow
 def test_the_command_exit_code_is_passed_on():
     runner = run_services("--throwaway", "--", sys.executable, "-c", "raise SystemExit(7)")
     runner.communicate(timeout=120)
     assert runner.returncode == 7
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_command_and_the_servers():
     before = throwaway_dirs()
     script = "import os, time; print(os.environ['REDIS_URL'], flush=True); time.sleep(600)"

@@ -179,6 +179,7 @@ def test_infinite_loop_hits_the_wall_clock(pool: WorkerPool) -> None:
     assert (result.status, result.error_line) == ("timeout", "TimeoutError: wall time limit exceeded")
 
 
+@pytest.mark.slow
 def test_cpu_burn_hits_the_cpu_limit() -> None:
     burner = WorkerPool(SandboxLimits(wall_s=30.0, cpu_s=1), size=1)  # wall slack for a loaded machine
     try:
