@@ -21,7 +21,7 @@ from workbench.evaluations.models import Evaluation
 from workbench.runs.models import MetricPoint, Run
 from workbench.runs.services import run_create
 
-pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(600)]
 
 # the tiny model at its smallest, 2 steps of 2 prompts x 2 samples, a checkpoint after each step
 RUN_CONFIG = {

@@ -114,6 +114,7 @@ def assert_resumed(run: Run, checkpoint: int, worker: str) -> None:
     assert [step for step, value in rewards.items() if value == UNTOUCHED] == list(range(1, checkpoint + 1))
 
 
+@pytest.mark.slow
 def test_a_run_stranded_by_a_dead_worker_resumes_on_redis(
     transactional_db, worker_env, tmp_path, team, member, train_file
 ):
@@ -123,6 +124,7 @@ def test_a_run_stranded_by_a_dead_worker_resumes_on_redis(
     kill_mid_run_and_resume(env, tmp_path, run, send)
 
 
+@pytest.mark.slow
 def test_a_run_stranded_by_a_dead_worker_resumes_on_the_filesystem_broker(
     transactional_db, worker_env, tmp_path, team, member, train_file
 ):

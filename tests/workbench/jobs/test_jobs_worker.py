@@ -45,6 +45,7 @@ def test_the_live_worker_publishes_its_sandbox_mode(transactional_db, celery_wor
     assert f'<td class="sandbox"><span class="ok">{expected}</span></td>' in body
 
 
+@pytest.mark.slow
 def test_a_killed_worker_drops_off_the_status_page(
     transactional_db, start_worker, client_for, member, settings
 ):

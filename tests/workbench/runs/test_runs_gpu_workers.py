@@ -21,7 +21,7 @@ from workbench.runs.tasks import train_run
 
 from .test_runs_worker import run_now, tiny_config
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(420)]
 
 
 class GpuWorker(WorkerProcess):

@@ -21,7 +21,7 @@ from workbench.runs.models import MetricPoint, Run, RunStatus, TrajectoryRecord
 from workbench.runs.recovery import TRAIN_TASK
 from workbench.runs.services import run_create
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(420)]
 
 PROMPTS, SAMPLES, STEPS = 4, 2, 2
 

@@ -18,7 +18,7 @@ from workbench.runs.models import Run, RunRecovery, RunStatus
 from workbench.runs.services import run_create
 from workbench.runs.tasks import train_run
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(420)]
 
 
 def test_a_killed_run_resumes_from_the_stored_checkpoint_on_a_worker_with_another_disk(

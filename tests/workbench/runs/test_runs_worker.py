@@ -15,7 +15,7 @@ from workbench.runs.models import MetricPoint, Run, RunStatus
 from workbench.runs.services import run_cancel, run_create
 from workbench.runs.tasks import train_run
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(420)]
 
 
 def tiny_config(steps: int) -> dict:
