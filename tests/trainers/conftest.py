@@ -1,5 +1,5 @@
-"""Session-wide fixtures for trainers tests: the tiny model, built once into a temporary directory, and the
-short demo's SFT policy, trained once per settings and code and kept in pytest's cache directory."""
+"""Session-wide fixtures for trainers tests: the tiny model and the short demo's SFT policy, each built once
+per settings and trainers code and kept in pytest's cache directory (tests/support/trained_cache.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from trainers.models.tiny import build_tiny_model
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A saved tiny Qwen2 policy and tokenizer, loadable with `from_pretrained`."""
-    return build_tiny_model(tmp_path_factory.mktemp("tiny_model"))
+def tiny_model_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A saved tiny Qwen2 policy and tokenizer, loadable with `from_pretrained` (seeded: built once per
+    trainers code, tests/support/trained_cache.py)."""
+    return trained(request, tmp_path_factory, "tiny_model", {}, lambda out, _: build_tiny_model(out))
 
 
 @pytest.fixture(scope="session")
