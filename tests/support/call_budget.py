@@ -2,13 +2,13 @@
 (default 5 s; the `unmarked_test_budget_s` ini option, or WORKBENCH_TEST_BUDGET_S, which wins; 0 turns it
 off) fails unless it is marked slow, services or browser, so `make test-fast` stays an edit loop.
 
-What is measured is the call's wall time less the time this process's threads spent runnable but waiting
-for a CPU (Linux's per-thread schedstat). Time the test sleeps, waits on I/O or computes counts; time the
-machine's other work took the cores away does not, so the same test measures about the same on an idle
-machine and on a 2-core one running the whole suite next to other jobs. CPU time alone would let a test
-that sleeps pass; plain wall time flakes under load. Waits of child processes are not subtracted (their
-run-queue time is gone once they exit): on a machine loaded far beyond its cores, raise the budget with
-the variable. Where /proc has no schedstat, nothing is subtracted (wall time).
+It must not flake under load, so two corrections. What is measured is the call's wall time less the time
+this process's threads spent runnable but waiting for a CPU (Linux's per-thread schedstat): time the test
+sleeps, waits or computes counts, time other work took the cores away does not. CPU time alone would let
+a test that sleeps pass; plain wall time grows with the machine's load. The waits of other processes a
+test waits on (PostgreSQL, a subprocess) cannot be subtracted that way, so the budget also grows with the
+load: it is multiplied by the 1-minute load average per CPU when that is over 1 (a 2-core machine at a
+load of 8 gives a test four times the budget). On an idle machine the budget is what it says.
 """
 
 from __future__ import annotations
@@ -35,6 +35,11 @@ def budget_s(config: pytest.Config) -> float:
     return float(os.environ.get(BUDGET_ENV) or config.getini(BUDGET_INI))
 
 
+def load_scale() -> float:
+    """The 1-minute load average per CPU this process may use, at least 1."""
+    return max(1.0, os.getloadavg()[0] / len(os.sched_getaffinity(0)))
+
+
 def queue_waits_s() -> dict[str, float]:
     """Seconds each live thread of this process has spent runnable but waiting for a CPU, by thread id."""
     waits = {}
@@ -57,12 +62,12 @@ def pytest_runtest_call(item: pytest.Item):
     started, before = time.monotonic(), queue_waits_s()
     result = yield  # a failing test fails as it is; only a passing one is timed
     wall = time.monotonic() - started
-    took = wall - waited_since(before)
-    if took > budget:
+    took, scale = wall - waited_since(before), load_scale()
+    if took > budget * scale:
         pytest.fail(
             f"the call took {took:.1f} s ({wall:.1f} s wall, less the waits for a CPU), over the "
-            f"{budget:g} s of an unmarked test: mark it slow (or services/browser for what it needs), "
-            "or make it faster",
+            f"{budget:g} s of an unmarked test (x {scale:.1f} for the load): mark it slow (or "
+            "services/browser for what it needs), or make it faster",
             pytrace=False,
         )
     return result
