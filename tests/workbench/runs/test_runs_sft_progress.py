@@ -68,6 +68,7 @@ def test_dashboard_page_lists_the_sft_series(client_for, member, run):
     assert "sft/loss" in response.context["keys"]
 
 
+@pytest.mark.slow
 def test_sft_reaches_the_database_while_it_runs(run, tmp_path):
     """The real SFT stage through the database sink: each SFT step is stored within a flush interval of
     being trained, long before RL begins (the sink flushes every 2 s; this clock ticks 1 s a reading)."""
