@@ -11,7 +11,7 @@ WORKER_CONCURRENCY ?= 2
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/workbench
 SHELL := /bin/bash
 
-.PHONY: run test bench lint venv screenshots clean
+.PHONY: run test test-fast bench lint venv screenshots clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,11 +44,22 @@ run: $(STAMP)
 	$(VENV)/bin/gunicorn workbench.wsgi -b $(HOST):$(PORT) --workers 2 --threads 4 --timeout 600 \
 		--keep-alive 5 --access-logfile -
 
+# Test tiers, by pytest mark (pyproject.toml): unmarked tests run in this process and take under 5 s each
+# (an unmarked test over that fails: tests/support/call_budget.py); `slow` ones train or run end to end
+# for longer; `services` ones start Celery worker processes; `browser` ones drive chromium.
 # tests.services uses the PostgreSQL and Redis that answer, or starts throwaway ones from the installed
 # binaries for the run (and says what to install when there are none). A per-test timeout makes a hang
 # fail the run instead of stalling CI; the slowest tests are listed at the end, to keep the suite short.
+# `make test` runs every tier (what CI runs).
 test: $(STAMP)
 	$(PY) -m tests.services -- $(PY) -m pytest tests -q --timeout=900 --durations=20
+
+# The edit loop: the unmarked tier only, a few minutes. The workbench's tests still talk to PostgreSQL
+# (pytest-django's test database) and Redis (the broker a launched job is sent to), as in production, so
+# this runs under tests.services too; what it leaves out is every worker process, chromium and training.
+test-fast: $(STAMP)
+	$(PY) -m tests.services -- $(PY) -m pytest tests -q -m "not slow and not services and not browser" \
+		--timeout=300 --durations=10
 
 # Benchmarks need PostgreSQL; each script's output is kept in bench-results/<script>.txt.
 bench: $(STAMP)

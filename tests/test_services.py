@@ -5,12 +5,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests import services
+from tests.support.polling import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 # Connects to both services, creates a table and a key, then prints the URLs it was given.
@@ -35,6 +35,7 @@ def run_services(*argv: str, **kwargs) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_throwaway_servers_serve_the_command_and_are_gone_after():
     before = throwaway_dirs()
     runner = run_services("--throwaway", "--", sys.executable, "-c", PROBE)
@@ -47,19 +48,20 @@ def test_throwaway_servers_serve_the_command_and_are_gone_after():
     assert throwaway_dirs() == before
 
 
+@pytest.mark.slow
 def test_the_command_exit_code_is_passed_on():
     runner = run_services("--throwaway", "--", sys.executable, "-c", "raise SystemExit(7)")
     runner.communicate(timeout=120)
     assert runner.returncode == 7
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_command_and_the_servers():
     before = throwaway_dirs()
     script = "import os, time; print(os.environ['REDIS_URL'], flush=True); time.sleep(600)"
     runner = run_services("--throwaway", "--", sys.executable, "-c", script)
     redis_url = runner.stdout.readline().split()[-1]
-    while not services.answers(redis_url, 6379):
-        time.sleep(0.1)
+    wait_for(lambda: services.answers(redis_url, 6379), 60, "the throwaway Redis to answer", every=0.1)
     runner.send_signal(signal.SIGTERM)
     runner.communicate(timeout=60)
     assert runner.returncode != 0

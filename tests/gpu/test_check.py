@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("deepspeed", reason="deepspeed is not installed (requirements.txt installs it)")
-
 pytestmark = pytest.mark.slow
 
 SCRIPT = Path(__file__).with_name("check.sh")

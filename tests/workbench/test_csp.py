@@ -75,6 +75,7 @@ def test_templates_hold_nothing_the_policy_blocks(path):
     assert violations(path.read_text()) == []
 
 
+@pytest.mark.slow
 def test_rendered_pages_hold_nothing_the_policy_blocks(client_for, admin, team):
     admin.is_staff = admin.is_superuser = True
     admin.save()

@@ -10,7 +10,7 @@ import pytest
 
 from tests.workbench.support.worker import REPO_ROOT
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(240)]
 
 ENQUEUE_AND_WAIT = """
 import time

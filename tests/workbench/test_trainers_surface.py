@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import trainers.workbench_api as api
 from tests.workbench.support.worker import REPO_ROOT
 from trainers.training import run
@@ -60,6 +62,7 @@ def test_the_checker_sees_every_form_of_import(tmp_path):
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_surface_is_documented_and_light():
     assert api.__doc__ is not None
     for name in api.__all__:

@@ -5,6 +5,8 @@ import secrets
 import subprocess
 import sys
 
+import pytest
+
 from tests.workbench.support.worker import REPO_ROOT
 
 # Set by the test conftest for this process; a deployment has none of them.
@@ -19,6 +21,7 @@ def run_python(env_overrides: dict, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_production_settings_pass_check_deploy_without_a_warning():
     done = run_python(
         {
@@ -36,6 +39,7 @@ def test_production_settings_pass_check_deploy_without_a_warning():
     assert "no issues" in done.stdout
 
 
+@pytest.mark.slow
 def test_production_refuses_to_start_without_a_secret_key():
     env = {
         "DJANGO_ENV": "production",
@@ -47,6 +51,7 @@ def test_production_refuses_to_start_without_a_secret_key():
     assert "DJANGO_SECRET_KEY" in done.stderr
 
 
+@pytest.mark.slow
 def test_production_refuses_to_start_with_the_example_files_placeholder_key():
     example = (REPO_ROOT / "deploy" / "workbench.env.example").read_text()
     lines = example.splitlines()
@@ -66,6 +71,7 @@ SHOW_BROKER = (
 )
 
 
+@pytest.mark.slow
 def test_redis_url_selects_redis_and_its_absence_the_filesystem_transport(tmp_path):
     with_redis = run_python({"REDIS_URL": "redis://127.0.0.1:6379/3"}, "-c", SHOW_BROKER)
     without = run_python({"REDIS_URL": "", "WORKBENCH_VAR_DIR": str(tmp_path)}, "-c", SHOW_BROKER)

@@ -22,6 +22,7 @@ def token_ids(results) -> list[list[list[int]]]:
     return [[turn["token_ids"] for turn in t["turns"]] for r in results for t in r.trajectories]
 
 
+@pytest.mark.slow
 def test_a_rollout_worker_samples_with_vllm_and_loads_new_versions_in_place(
     tiny_model_dir, tmp_path, monkeypatch
 ):

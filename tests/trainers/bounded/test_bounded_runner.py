@@ -26,6 +26,7 @@ def test_calls_share_one_worker_process(runner):
     assert runner.call("operator:add", 2, 3) == 5
 
 
+@pytest.mark.slow
 def test_cpu_limit_ends_a_big_integer_power_and_the_worker_is_replaced(runner):
     before = runner.call("os:getpid")
     runner.limits = Limits(cpu_s=1, wall_s=600, memory_mb=512)

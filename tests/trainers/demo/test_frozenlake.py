@@ -231,6 +231,7 @@ def test_rl_raises_held_out_success_over_the_sft_policy(tmp_path):
     assert after["greedy/accuracy"] >= before["greedy/accuracy"] - 0.1  # greedy does not fall
 
 
+@pytest.mark.slow
 def test_the_sft_curriculum_trains_on_perfect_plays_first_then_on_the_plays_with_mistakes(
     monkeypatch, tmp_path
 ):

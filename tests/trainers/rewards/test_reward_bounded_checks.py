@@ -55,18 +55,21 @@ def test_the_attack_string_scores_zero_with_a_note_and_no_worker(make_traj):
     assert traj.metadata["notes"] == [f"answer check refused: the power {TOWER} has more than 10000 digits"]
 
 
+@pytest.mark.slow
 def test_the_worker_alone_bounds_the_attack_string(short_bounds):
     with pytest.raises(BoundsExceeded, match="exceeded 1 s of CPU time") as caught:
         correctness.CHECKER.call(correctness.SYMBOLIC_EQUAL, TOWER, "1")  # no guard on this path
     assert caught.value.kind == "time"
 
 
+@pytest.mark.slow
 def test_an_answer_the_guard_misses_times_out_to_zero_with_a_note(short_bounds, make_traj):
     traj = make_traj(f"\\boxed{{{HUGE_FACTORIAL}}}", {"answer": "1"})
     assert score(traj) == 0.0
     assert traj.metadata["notes"] == ["answer check timed out: exceeded 1 s of CPU time"]
 
 
+@pytest.mark.slow
 def test_one_hostile_sample_leaves_its_training_group_scored(short_bounds, make_traj):
     texts = [f"\\boxed{{{HUGE_FACTORIAL}}}", "\\boxed{2+2}", f"\\boxed{{{TOWER}}}", "\\boxed{\\frac{8}{2}}"]
     group = [make_traj(text, {"answer": "4"}, group_id="g") for text in texts]
@@ -75,11 +78,13 @@ def test_one_hostile_sample_leaves_its_training_group_scored(short_bounds, make_
     assert [len(t.metadata.get("notes", [])) for t in group] == [1, 0, 1, 0]
 
 
+@pytest.mark.slow
 def test_a_timed_out_pair_is_not_checked_twice(short_bounds):
     first = check_answer(HUGE_FACTORIAL, "1", CorrectnessParams())
     assert check_answer(HUGE_FACTORIAL, "1", CorrectnessParams()) is first  # cached, no second timeout
 
 
+@pytest.mark.slow
 def test_numbers_with_huge_decimal_exponents_are_not_built():
     # Fraction("1e99999999") builds 10**99999999 (minutes); 1e999 overflowed float() and raised
     for mode in ("numeric", "math"):

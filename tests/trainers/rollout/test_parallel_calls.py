@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+from tests.support.trained_cache import trained
 from trainers.backends.hf import HFBackend
 from trainers.config.limits import TOOL_LIMIT_NOTICE, RolloutLimits
 from trainers.config.sampling import SamplingParams
@@ -269,25 +271,41 @@ EXPERT = {
 }
 
 
-@pytest.fixture(scope="module")
-def parallel_policy(tmp_path_factory, module_test_tools):
-    """A tiny model that learned (SFT on one expert) to make two calls in one message."""
+def build_parallel_policy(out: Path, settings: dict) -> None:
+    """SFT on the one expert (on the one torch thread the fixture set) until it makes both calls: sft/."""
     from trainers.demo.model import build_demo_model
     from trainers.models.model_io import load_policy
     from trainers.templates import TEMPLATES
-    from trainers.tools.toolset import Toolset
     from trainers.training.sft import render_experts, sft_train
 
-    torch.set_num_threads(1)
-    template, tools = TEMPLATES.get("qwen_tool")(), Toolset.build(["test_sleep"]).specs()
-    out = tmp_path_factory.mktemp("parallel_policy")
-    base = build_demo_model(out, [EXPERT], template=template, tools=tools, hidden_size=64, num_layers=2,
-                            num_heads=2, num_kv_heads=1)  # fmt: skip
+    template, tools = TEMPLATES.get("qwen_tool")(), settings["tools"]
+    base = build_demo_model(out / "base", [settings["expert"]], template=template, tools=tools,
+                            **settings["model"])  # fmt: skip
     model, tokenizer = load_policy(base)
-    examples = render_experts([EXPERT], template=template, tokenizer=tokenizer, tools=tools)
-    result = sft_train(model, examples, pad_token_id=tokenizer.pad_token_id, steps=120, batch_size=1, lr=3e-3)
+    examples = render_experts([settings["expert"]], template=template, tokenizer=tokenizer, tools=tools)
+    result = sft_train(model, examples, pad_token_id=tokenizer.pad_token_id, **settings["sft"])
     assert result.final_loss < 0.05
-    return model, tokenizer
+    model.save_pretrained(out / "sft")
+    tokenizer.save_pretrained(out / "sft")
+
+
+@pytest.fixture(scope="module")
+def parallel_policy(request, tmp_path_factory, module_test_tools):
+    """A tiny model that learned (SFT on one expert) to make two calls in one message, trained once per
+    settings and trainers code (tests/support/trained_cache.py)."""
+    from trainers.models.model_io import load_policy
+    from trainers.tools.toolset import Toolset
+
+    torch.set_num_threads(1)
+    settings = {
+        "expert": EXPERT,
+        "tools": Toolset.build(["test_sleep"]).specs(),  # the test tool's spec is not trainers code
+        "model": {"hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1},
+        "sft": {"steps": 120, "batch_size": 1, "lr": 3e-3},
+    }
+    return load_policy(
+        trained(request, tmp_path_factory, "parallel_policy", settings, build_parallel_policy) / "sft"
+    )
 
 
 def test_a_real_tiny_model_makes_two_calls_in_one_message_end_to_end(parallel_policy):

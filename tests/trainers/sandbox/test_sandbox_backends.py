@@ -138,6 +138,7 @@ def test_local_sandbox_runs_calls_concurrently() -> None:
     assert max(start for start, _ in spans) < min(end for _, end in spans)
 
 
+@pytest.mark.slow
 def test_cli_prints_json_and_exits_zero(tmp_path: Path) -> None:
     snippet = tmp_path / "snippet.py"
     snippet.write_text("print('from file')\nraise ValueError('bad')\n")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
+from tests.support.polling import wait_for
 from trainers.sandbox import SandboxError, SandboxLimits, WorkerPool
 
 
@@ -70,10 +69,9 @@ def test_each_call_is_served_by_a_worker_started_before_it() -> None:
     one = Observed(SandboxLimits(wall_s=2.0), size=1)
     try:
         for i in range(3):
-            deadline = time.monotonic() + 30  # a wait for the refill thread, not a speed claim
-            while spawns() <= i and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert spawns() == i + 1, "the pool did not start a worker before the call"
+            # a wait for the refill thread, not a speed claim
+            wait_for(lambda i=i: spawns() > i, 30, "the pool to start a worker before the call", every=0.01)
+            assert spawns() == i + 1, "the pool started more than one worker for the call"
             log.append(("call", i))
             assert one.run(f"print({i})").stdout == f"{i}\n"
     finally:

@@ -13,12 +13,12 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.support.polling import wait_for
 from trainers.sandbox import SandboxLimits, WorkerPool
 from trainers.sandbox.pool import PROJECT_ROOT
 
@@ -179,6 +179,7 @@ def test_infinite_loop_hits_the_wall_clock(pool: WorkerPool) -> None:
     assert (result.status, result.error_line) == ("timeout", "TimeoutError: wall time limit exceeded")
 
 
+@pytest.mark.slow
 def test_cpu_burn_hits_the_cpu_limit() -> None:
     burner = WorkerPool(SandboxLimits(wall_s=30.0, cpu_s=1), size=1)  # wall slack for a loaded machine
     try:
@@ -378,10 +379,9 @@ def test_every_worker_dies_with_the_pools_process(how: str) -> None:
     )
     try:
         zygote = int(owner.stdout.readline())
-        deadline = time.monotonic() + 60  # a wait for the workers to start, not a speed claim
-        while len(workers := descendants(zygote)) < 9 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(workers) >= 9, "two warm workers and a running call: launcher, init, snippet each"
+        started = lambda: found if len(found := descendants(zygote)) >= 9 else None  # noqa: E731
+        # a wait for the workers to start, not a speed claim
+        workers = wait_for(started, 60, "two warm workers and a running call (launcher, init, snippet each)")
         workers |= {(pid, start) for pid, start in descendants(owner.pid) if pid == zygote}
         if how == "sigkill":
             owner.send_signal(signal.SIGKILL)
@@ -389,10 +389,7 @@ def test_every_worker_dies_with_the_pools_process(how: str) -> None:
             owner.stdin.write("\n")
             owner.stdin.flush()
         owner.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while alive(workers) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert alive(workers) == set()
+        wait_for(lambda: not alive(workers), 30, "every worker to die with the pool's process", every=0.05)
     finally:
         owner.kill()
         owner.wait()

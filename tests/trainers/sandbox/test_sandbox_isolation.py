@@ -127,6 +127,7 @@ def test_the_probe_reports_what_a_pool_gets() -> None:
     assert report["insecure_allowed"] is False or os.environ.get(INSECURE_ENV)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="as root only: a non-root run is already the unprivileged pass")
 @pytest.mark.timeout(900)
 def test_the_hostile_suite_passes_as_an_unprivileged_user() -> None:

@@ -13,10 +13,10 @@ from trainers.storage.store import S3_ENDPOINT_ENV
 
 @contextmanager
 def s3_server() -> Iterator[str]:
-    """Its endpoint URL while it runs; skips the test where s3fs or moto is not installed."""
-    pytest.importorskip("s3fs")
-    server_module = pytest.importorskip("moto.server")
-    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    """Its endpoint URL while it runs (requirements.txt pins s3fs, requirements-dev.txt moto: no skip)."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:
         host, port = server.get_host_and_port()

@@ -22,7 +22,8 @@ def s3_endpoint() -> Iterator[str]:
         yield endpoint
 
 
-@pytest.fixture(params=["path", "file", "memory", "s3"])
+# The S3 cases start an S3 server and talk HTTP to it: 2-20 s each on a loaded 2-core machine.
+@pytest.fixture(params=["path", "file", "memory", pytest.param("s3", marks=pytest.mark.slow)])
 def store(request, tmp_path: Path, monkeypatch) -> Iterator[ArtifactStore]:
     if request.param == "s3":
         yield ArtifactStore.from_url(s3_bucket_url(monkeypatch, request.getfixturevalue("s3_endpoint")))

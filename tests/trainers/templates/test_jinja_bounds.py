@@ -19,6 +19,7 @@ def short_bounds(monkeypatch):
     )
 
 
+@pytest.mark.slow
 def test_a_nested_range_loop_stops_at_the_cpu_limit_and_the_next_render_works(short_bounds):
     with pytest.raises(TemplateRenderError, match="template render exceeded 1 s of CPU time"):
         render_template_source(NESTED_LOOP, {})

@@ -33,8 +33,6 @@ from trainers.training.build import build_trainer
 from trainers.training.checkpoint import checkpoint_dir, latest_checkpoint, load_trainer_state
 from trainers.training.sinks import read_jsonl
 
-pytest.importorskip("deepspeed", reason="deepspeed is not installed (requirements.txt installs it)")
-
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[3]

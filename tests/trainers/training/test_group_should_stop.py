@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
+import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
@@ -33,6 +34,7 @@ def _rank(rank: int, world: int, port: int, out: dict) -> None:
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_every_rank_stops_at_the_poll_where_any_rank_saw_the_cancel():
     with mp.Manager() as manager:
         out = manager.dict()

@@ -88,6 +88,7 @@ def test_loop_writes_metrics_trajectories_eval_and_checkpoints(model_dir, data, 
     assert latest_checkpoint(tmp_path).name == "step_000002"
 
 
+@pytest.mark.slow
 def test_resume_continues_exactly_like_an_uninterrupted_run(model_dir, data, tmp_path):
     build_trainer(config(model_dir, data, tmp_path / "full")).train()
     first = build_trainer(

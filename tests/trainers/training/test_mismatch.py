@@ -109,6 +109,7 @@ def metrics(tmp_path) -> list[dict]:
     return [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_a_run_on_the_vllm_adapter_loads_each_update_and_reports_the_mismatch(
     tmp_path, tiny_model_dir, monkeypatch
 ):
@@ -144,6 +145,7 @@ def test_vllm_needs_a_gpu_device(tmp_path, tiny_model_dir):
         build_trainer(config)
 
 
+@pytest.mark.slow
 def test_the_hf_backend_measures_its_mismatch_on_request(tmp_path, tiny_model_dir):
     torch.set_num_threads(1)
     plain = build_trainer(validate_config(run_config(tmp_path / "a", tiny_model_dir)))

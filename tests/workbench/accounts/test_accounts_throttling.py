@@ -137,6 +137,7 @@ def test_client_ip(settings, proxies, forwarded, expected):
     assert client_ip(request) == expected
 
 
+@pytest.mark.slow
 def test_the_limit_and_cool_off_come_from_the_environment():
     assert settings_in_subprocess({}, "AXES_FAILURE_LIMIT", "AXES_COOLOFF_TIME") == ["5", "0:15:00"]
     env = {"AXES_FAILURE_LIMIT": "3", "AXES_COOLOFF_MINUTES": "30"}

@@ -7,7 +7,6 @@ leaderboard (sortable), and an evaluation's trajectory opens turn by turn in the
 from __future__ import annotations
 
 import re
-import time
 import uuid
 from pathlib import Path
 from typing import NamedTuple
@@ -15,13 +14,14 @@ from typing import NamedTuple
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.polling import wait_for
 from tests.workbench.support.datasets import prompts_version
 from tests.workbench.support.worker import WorkerProcess
 from workbench.evaluations.models import Evaluation
 from workbench.runs.models import MetricPoint, Run
 from workbench.runs.services import run_create
 
-pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(600)]
 
 # the tiny model at its smallest, 2 steps of 2 prompts x 2 samples, a checkpoint after each step
 RUN_CONFIG = {
@@ -79,15 +79,6 @@ def workers(worker_env, django_db_blocker, tmp_path_factory):
     yield started
     for worker in started:
         worker.stop()
-
-
-def wait_for(predicate, timeout: float, what: str, workers: Workers):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}\n{workers.log_tails()}")
 
 
 def launch_from_run_form(page, name: str) -> Run:
@@ -210,7 +201,7 @@ def test_a_run_evaluating_through_jobs_draws_its_evaluation_panel(
         finished = Evaluation.objects.filter(run=run, automatic=True, status__in=["succeeded", "failed"])
         return Run.objects.get(pk=run.pk).is_finished and finished.count() == 4
 
-    wait_for(done, 300, "the run and its four evaluations", workers)
+    wait_for(done, 300, "the run and its four evaluations", *workers)
     evaluations = Evaluation.objects.filter(run=run).order_by("checkpoint__step", "mode")
     assert [(e.checkpoint.step, e.mode, e.status) for e in evaluations] == [
         (1, "greedy", "succeeded"), (1, "sampled", "succeeded"),

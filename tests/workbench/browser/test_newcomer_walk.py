@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 import uuid
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.polling import wait_for
 from tests.workbench.support.browser import log_in
 from tests.workbench.support.charts import assert_every_chart_drawn, dashboard_chart_count
 from tests.workbench.support.worker import REPO_ROOT, WorkerProcess
@@ -71,12 +71,13 @@ def make_run_state(settings, tmp_path, worker_env, transactional_db):
             worker.stop()
 
 
-def wait_until_finished(run: Run, timeout_s: float = TRAINED / 1000) -> None:
-    deadline = time.monotonic() + timeout_s
+def finished(run: Run) -> bool:
     run.refresh_from_db()
-    while not run.is_finished and time.monotonic() < deadline:
-        time.sleep(1)
-        run.refresh_from_db()
+    return run.is_finished
+
+
+def wait_until_finished(run: Run, timeout_s: float = TRAINED / 1000) -> None:
+    wait_for(lambda: finished(run), timeout_s, f"the {run.name} run to finish", every=1)
     assert run.status == RunStatus.SUCCEEDED, (run.status, run.error, run.log_tail)
 
 

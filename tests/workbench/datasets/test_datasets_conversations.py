@@ -129,6 +129,7 @@ def test_malformed_conversations_are_refused_by_line_and_field(team, member, upl
     assert not Dataset.objects.exists() and not DatasetRow.objects.exists()
 
 
+@pytest.mark.slow
 def test_every_stored_conversation_renders_for_sft(team, member, upload_file):
     """What validation accepts, the worker's SFT renderer takes: assistant tokens trained, the rest not."""
     from trainers.models.tiny import build_tokenizer

@@ -4,10 +4,13 @@ import json
 import tracemalloc
 from dataclasses import replace
 
+import pytest
+
 from workbench.datasets.ingest import SplitConfig, validate_file
 from workbench.datasets.limits import UploadLimits
 
 
+@pytest.mark.slow
 def test_validation_memory_does_not_grow_with_the_file(tmp_path):
     path = tmp_path / "big.jsonl"
     with path.open("w") as handle:

@@ -1,11 +1,11 @@
 """The upload path end to end against a real Celery worker process (Redis broker, PostgreSQL)."""
 
 import json
-import time
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from tests.support.polling import wait_for
 from workbench.datasets.models import DatasetRow, DatasetUpload
 from workbench.jobs.models import JobProgress
 
@@ -20,13 +20,8 @@ def media_root(settings, transactional_db):
         upload.file.delete(save=False)
 
 
-def wait_for(predicate, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"condition not met within {timeout} s")
+def uploaded(upload: DatasetUpload, status: str) -> DatasetUpload | None:
+    return DatasetUpload.objects.filter(pk=upload.pk, status=status).first()
 
 
 def _post(client, name: str, lines: list[str]):
@@ -41,7 +36,7 @@ def test_worker_validates_stores_and_reports_progress(transactional_db, celery_w
     client = client_for(member)
     rows = [json.dumps({"question": f"{i} * 2?", "answer": str(2 * i)}) for i in range(3000)]
     upload = _post(client, "doubles", rows)
-    done = wait_for(lambda: DatasetUpload.objects.filter(pk=upload.pk, status="done").first())
+    done = wait_for(lambda: uploaded(upload, "done"), 60, "the upload", celery_worker)
     assert (done.version.row_count, done.version.eval_count) == (3000, 750)
     assert DatasetRow.objects.filter(version=done.version).count() == 3000
     job = JobProgress.objects.get(pk=upload.job_id)
@@ -52,7 +47,7 @@ def test_worker_validates_stores_and_reports_progress(transactional_db, celery_w
 
 def test_worker_rejects_a_bad_file_and_stores_nothing(transactional_db, celery_worker, client_for, member):
     upload = _post(client_for(member), "broken", ['{"question": "ok", "answer": 1}', '{"question": "x",'])
-    failed = wait_for(lambda: DatasetUpload.objects.filter(pk=upload.pk, status="failed").first())
+    failed = wait_for(lambda: uploaded(upload, "failed"), 60, "the upload to fail", celery_worker)
     assert failed.errors[0].startswith("line 2: invalid JSON:")
     assert JobProgress.objects.get(pk=upload.job_id).status == "failed"
     assert DatasetRow.objects.count() == 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from django.db import connection
 from django.utils import timezone
 from kombu import Connection, Exchange, Queue
 
+from tests.support.polling import wait_for
 from tests.workbench.support.worker import WorkerProcess
 from trainers.demo.arithmetic import make_problem, write_rows
 from workbench.celery_app import app as celery_app
@@ -33,15 +33,6 @@ pytestmark = [pytest.mark.services, pytest.mark.timeout(300)]
 SHORT_LEASE = {"RUNS_LEASE_S": "6", "RUNS_SWEEP_INTERVAL_S": "1"}
 STEPS = 6
 UNTOUCHED = -12345.0  # written over the stored steps a resumed run must not compute again
-
-
-def wait_for(predicate, timeout: float, what: str, worker: WorkerProcess | None = None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}" + (f"\n{worker.log_tail()}" if worker else ""))
 
 
 def run_now(pk: int) -> Run:
@@ -123,6 +114,7 @@ def assert_resumed(run: Run, checkpoint: int, worker: str) -> None:
     assert [step for step, value in rewards.items() if value == UNTOUCHED] == list(range(1, checkpoint + 1))
 
 
+@pytest.mark.slow
 def test_a_run_stranded_by_a_dead_worker_resumes_on_redis(
     transactional_db, worker_env, tmp_path, team, member, train_file
 ):
@@ -132,6 +124,7 @@ def test_a_run_stranded_by_a_dead_worker_resumes_on_redis(
     kill_mid_run_and_resume(env, tmp_path, run, send)
 
 
+@pytest.mark.slow
 def test_a_run_stranded_by_a_dead_worker_resumes_on_the_filesystem_broker(
     transactional_db, worker_env, tmp_path, team, member, train_file
 ):

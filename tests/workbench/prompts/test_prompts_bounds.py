@@ -30,6 +30,7 @@ def _preview(client, source: str, tokenizer: str = "tiny"):
     )
 
 
+@pytest.mark.slow
 def test_a_nested_range_loop_ends_with_the_bound_named(client_for, member, short_render):
     client = client_for(member)
     body = _preview(client, NESTED_LOOP).content.decode()
@@ -44,6 +45,7 @@ def test_a_ten_megabyte_repetition_is_refused_not_returned(client_for, member):
     assert len(response.content) < 100_000
 
 
+@pytest.mark.slow
 def test_saving_a_runaway_template_is_refused(client_for, member, short_render):
     data = {"name": "loop", "family": "qwen_tool", "source": NESTED_LOOP, "description": "", "note": ""}
     body = client_for(member).post("/templates/new/", data).content.decode()

@@ -45,6 +45,7 @@ def test_a_power_tower_scores_zero_with_a_note(client_for, member, reward):
     assert "answer check refused: the power 9^9^9^9 has more than 10000 digits" in body
 
 
+@pytest.mark.slow
 def test_a_check_past_its_cpu_limit_scores_zero_with_a_note(client_for, member, reward, checker_limits):
     checker_limits(Limits(cpu_s=1, wall_s=300, output_bytes=1024))
     client = client_for(member)

@@ -140,7 +140,7 @@ def test_a_superseded_attempt_uploads_nothing(run, var_dirs):
     assert artifact_store().list_dirs(f"runs/{run.pk}/checkpoints") == []
 
 
-@pytest.mark.parametrize("store", ["directory", "s3"])
+@pytest.mark.parametrize("store", ["directory", pytest.param("s3", marks=pytest.mark.slow)])  # s3: a server
 def test_the_next_attempt_on_another_worker_resumes_from_the_stored_checkpoint(
     run, var_dirs, settings, monkeypatch, store
 ):

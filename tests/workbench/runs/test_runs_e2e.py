@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from workbench.demo_catalog import seed_demo_catalog
 
-pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(600)]
 
 SMALL = {
     "rollout.prompts_per_step": "2",

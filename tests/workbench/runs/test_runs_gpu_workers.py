@@ -12,15 +12,16 @@ import uuid
 import pytest
 from django.core.exceptions import ValidationError
 
+from tests.support.polling import wait_for
 from tests.workbench.support.worker import REPO_ROOT, WorkerProcess
 from workbench.jobs.models import GpuAssignment, WorkerHeartbeat
 from workbench.runs.models import Run, RunStatus
 from workbench.runs.services import run_cancel, run_create, run_gpus_check
 from workbench.runs.tasks import train_run
 
-from .test_runs_worker import run_now, tiny_config, wait_for
+from .test_runs_worker import run_now, tiny_config
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(420)]
 
 
 class GpuWorker(WorkerProcess):

@@ -14,15 +14,14 @@ import psutil
 import pytest
 from django.db.models import F
 
+from tests.support.polling import wait_for
 from tests.workbench.support.worker import WorkerProcess
 from workbench.jobs.models import GpuAssignment
 from workbench.runs.models import RecoveryOutcome, Run, RunStatus
 from workbench.runs.services import run_cancel, run_create
 from workbench.runs.tasks import train_run
 
-from .test_runs_worker import reward_steps, run_now, tiny_config, wait_for
-
-pytest.importorskip("deepspeed", reason="deepspeed is not installed (requirements.txt installs it)")
+from .test_runs_worker import reward_steps, run_now, tiny_config
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(420)]
 

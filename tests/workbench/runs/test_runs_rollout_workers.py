@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import random
 import re
-import time
 import uuid
 
 import pytest
 
+from tests.support.polling import wait_for
 from tests.workbench.support.worker import WorkerProcess
 from trainers.demo.arithmetic import make_problem, write_rows
 from trainers.training.sinks import read_jsonl
@@ -21,7 +21,7 @@ from workbench.runs.execution.recovery import TRAIN_TASK
 from workbench.runs.models import MetricPoint, Run, RunStatus, TrajectoryRecord
 from workbench.runs.services import run_create
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(420)]
 
 PROMPTS, SAMPLES, STEPS = 4, 2, 2
 
@@ -72,15 +72,6 @@ def start(env: dict, tmp_path, queues: str) -> WorkerProcess:
     return worker
 
 
-def wait_for(predicate, timeout: float, what: str, workers=()):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}\n" + "\n".join(w.log_tail() for w in workers))
-
-
 def launch(team, member, config: dict) -> Run:
     run = run_create(team=team, user=member, name="rollout workers", config=config, queue="cpu", launch=False)
     queue = f"train-{uuid.uuid4().hex[:6]}"  # only this test's training worker takes it
@@ -129,7 +120,7 @@ def test_a_run_on_two_rollout_workers_trains_on_the_in_process_trajectories(
         for worker in workers:
             worker.wait_online()
         celery_app.send_task(TRAIN_TASK, args=[run.pk], queue=run.queue)
-        wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, 300, "the run to finish", workers)
+        wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, 300, "the run to finish", *workers)
     finally:
         for worker in workers:
             worker.stop()
@@ -161,9 +152,9 @@ def test_a_rollout_worker_killed_mid_job_loses_no_trajectory_and_counts_none_twi
         celery_app.send_task(TRAIN_TASK, args=[run.pk], queue=run.queue)
         # its first job: the worker is importing torch and loading the policy, nowhere near done
         took = lambda: re.search(r"rollout_chunk\[[^\]]+\] received", doomed.log_tail(100_000))  # noqa: E731
-        wait_for(took, 120, "a job on the doomed worker", workers)
+        wait_for(took, 120, "a job on the doomed worker", *workers)
         doomed.kill()  # SIGKILL to its process group: nothing is acknowledged or given back
-        wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, 300, "the run to finish", workers)
+        wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, 300, "the run to finish", *workers)
     finally:
         for worker in workers:
             worker.stop()
@@ -185,7 +176,7 @@ def test_one_step_stale_rollouts_run_on_the_rollout_workers_during_the_update(
         for worker in workers:
             worker.wait_online()
         celery_app.send_task(TRAIN_TASK, args=[run.pk], queue=run.queue)
-        wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, 300, "the run to finish", workers)
+        wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, 300, "the run to finish", *workers)
     finally:
         for worker in workers:
             worker.stop()

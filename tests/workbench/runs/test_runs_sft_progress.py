@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from django.urls import reverse
 
 from workbench.runs.execution.sink import DatabaseSink
@@ -15,6 +16,7 @@ def sft_step(step: int, total: int = 50) -> dict[str, float]:
     return {"sft/loss": 5.0 / step, "sft/grad_norm": 1.0, "sft/lr": 1e-3, "sft/progress": step / total}
 
 
+@pytest.mark.slow
 def test_sft_steps_are_stored_without_moving_the_rl_step(run):
     sink = DatabaseSink(run.id, flush_points=1000, flush_seconds=0.0)
     for step in range(1, 41):
@@ -66,6 +68,7 @@ def test_dashboard_page_lists_the_sft_series(client_for, member, run):
     assert "sft/loss" in response.context["keys"]
 
 
+@pytest.mark.slow
 def test_sft_reaches_the_database_while_it_runs(run, tmp_path):
     """The real SFT stage through the database sink: each SFT step is stored within a flush interval of
     being trained, long before RL begins (the sink flushes every 2 s; this clock ticks 1 s a reading)."""

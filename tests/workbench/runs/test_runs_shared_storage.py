@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from tests.support.polling import wait_for
 from tests.workbench.runs import test_runs_worker as crash
 from tests.workbench.support.worker import WorkerProcess
 from trainers.workbench_api import ArtifactStore
@@ -17,7 +18,7 @@ from workbench.runs.models import Run, RunRecovery, RunStatus
 from workbench.runs.services import run_create
 from workbench.runs.tasks import train_run
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(420)]
 
 
 def test_a_killed_run_resumes_from_the_stored_checkpoint_on_a_worker_with_another_disk(
@@ -47,7 +48,7 @@ def test_a_killed_run_resumes_from_the_stored_checkpoint_on_a_worker_with_anothe
     first.start()
     first.wait_online()
     train_run.apply_async(args=[run.pk], queue=queue)
-    crash.wait_for(lambda: (crash.run_now(run.pk).last_checkpoint_step or 0) >= 2, 240, "a checkpoint", first)
+    wait_for(lambda: (crash.run_now(run.pk).last_checkpoint_step or 0) >= 2, 240, "a checkpoint", first)
     first.kill()
     shutil.rmtree(tmp_path / "a")  # its disk went with it
     second_dir = tmp_path / "b"
@@ -55,7 +56,7 @@ def test_a_killed_run_resumes_from_the_stored_checkpoint_on_a_worker_with_anothe
     second.start()
     try:
         second.wait_online()
-        crash.wait_for(lambda: crash.run_now(run.pk).is_finished, 300, "the resumed run to finish", second)
+        wait_for(lambda: crash.run_now(run.pk).is_finished, 300, "the resumed run to finish", second)
     finally:
         second.stop()
     run = crash.run_now(run.pk)

@@ -9,12 +9,13 @@ import uuid
 
 import pytest
 
+from tests.support.polling import wait_for
 from tests.workbench.support.worker import WorkerProcess
 from workbench.runs.models import MetricPoint, Run, RunStatus
 from workbench.runs.services import run_cancel, run_create
 from workbench.runs.tasks import train_run
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.timeout(420)]
 
 
 def tiny_config(steps: int) -> dict:
@@ -27,16 +28,6 @@ def tiny_config(steps: int) -> dict:
         "training": {"steps": steps},
         "checkpoint": {"every_steps": 2},
     }
-
-
-def wait_for(predicate, timeout: float, what: str, worker=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}" + (f"\n{worker.log_tail()}" if worker else ""))
 
 
 def run_now(pk: int) -> Run:
