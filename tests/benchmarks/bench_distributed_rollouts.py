@@ -34,7 +34,9 @@ from trainers.backends.sampling import SamplingParams
 from trainers.models.tiny import build_tiny_model
 from trainers.rollout.engine import RolloutEngine
 from trainers.rollout.limits import RolloutLimits
-from trainers.rollout.remote import PoolDispatcher, RemoteRollouts, rollout_spec
+from trainers.rollout.remote.client import RemoteRollouts
+from trainers.rollout.remote.dispatch import PoolDispatcher
+from trainers.rollout.remote.wire import rollout_spec
 from trainers.storage.store import ArtifactStore
 from trainers.storage.weights import load_published_policy, load_version, publish_weights
 from trainers.templates import TEMPLATES

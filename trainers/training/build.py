@@ -20,7 +20,9 @@ from trainers.filters import FILTERS
 from trainers.losses.objective import PolicyLossConfig
 from trainers.metrics.echo_trap import EchoTrapDetector
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.remote import Dispatcher, RemoteRollouts, rollout_spec
+from trainers.rollout.remote.client import RemoteRollouts
+from trainers.rollout.remote.dispatch import Dispatcher
+from trainers.rollout.remote.wire import rollout_spec
 from trainers.training.data import PromptSampler, read_rows, split_rows
 from trainers.training.engines import make_engine
 from trainers.training.evaluate import Evaluator, correctness_judge

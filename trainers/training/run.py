@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from trainers.config.schema import RunConfig
-    from trainers.rollout.remote import Dispatcher
+    from trainers.rollout.remote.dispatch import Dispatcher
     from trainers.training.loop import TrainResult
     from trainers.training.sft import SFTResult
     from trainers.training.sinks import Sink

@@ -11,7 +11,10 @@ from tests.trainers.backends.vllm_double import Api
 from trainers.backends import vllm as vllm_backend
 from trainers.backends.sampling import SamplingParams
 from trainers.rollout.limits import RolloutLimits
-from trainers.rollout.remote import PoolDispatcher, RemoteRollouts, RolloutWorkerState, rollout_spec
+from trainers.rollout.remote.client import RemoteRollouts
+from trainers.rollout.remote.dispatch import PoolDispatcher
+from trainers.rollout.remote.wire import rollout_spec
+from trainers.rollout.remote.worker import RolloutWorkerState
 from trainers.training.model_io import load_policy
 
 ROWS = [{"id": "a", "question": "What is 2 + 3?"}, {"id": "b", "question": "What is 7 * 6?"}]

@@ -17,13 +17,10 @@ from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.metrics import keys
 from trainers.models.tiny import build_tiny_model
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.remote import (
-    PoolDispatcher,
-    RemoteRollouts,
-    RolloutWorkerState,
-    rollout_spec,
-    run_job_here,
-)
+from trainers.rollout.remote.client import RemoteRollouts
+from trainers.rollout.remote.dispatch import PoolDispatcher
+from trainers.rollout.remote.wire import rollout_spec
+from trainers.rollout.remote.worker import RolloutWorkerState, run_job_here
 from trainers.storage.store import ArtifactStore
 from trainers.storage.weights import (
     load_published_policy,
