@@ -43,7 +43,8 @@ class _Progress:
 
 
 class RolloutEngine:
-    """Turns dataset rows into trajectories with one backend, one template and a set of tool bindings."""
+    """Turns dataset rows into trajectories with one backend, one template and a set of tool bindings;
+    the in-process `Rollouts`."""
 
     def __init__(
         self,
@@ -69,6 +70,7 @@ class RolloutEngine:
         self.prompt_source = prompt_source
         self.max_concurrent = max_concurrent  # live trajectories at once; bounds memory on big datasets
         self.last_stats: SchedulerStats | None = None  # batches and generation time of the last run
+        self.last_metrics: dict[str, float] = {}  # nothing beyond `last_stats` is measured in-process
 
     def run(
         self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
@@ -78,6 +80,9 @@ class RolloutEngine:
         return run_with_caller_executor(
             lambda executor: self.arun(rows, samples_per_prompt, seed=seed, executor=executor)
         )
+
+    def prefetch(self, rows: list[dict], samples_per_prompt: int, seed: int | None) -> None:
+        """Nothing runs ahead in-process: generation needs the thread that trains."""
 
     async def arun(
         self,

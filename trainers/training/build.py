@@ -20,6 +20,7 @@ from trainers.filters import FILTERS
 from trainers.losses.objective import PolicyLossConfig
 from trainers.metrics.echo_trap import EchoTrapDetector
 from trainers.rollout.engine import RolloutEngine
+from trainers.rollout.protocol import Rollouts
 from trainers.rollout.remote.client import RemoteRollouts
 from trainers.rollout.remote.dispatch import Dispatcher
 from trainers.rollout.remote.wire import rollout_spec
@@ -94,7 +95,7 @@ def _evaluator(config: RunConfig, engine: RolloutEngine, rows: list[dict]) -> Ev
 
 def _rollouts(
     config: RunConfig, engine: RolloutEngine, model: Any, tokenizer: Any, dispatcher: Dispatcher | None
-) -> RolloutEngine | RemoteRollouts:
+) -> Rollouts:
     """The training rollouts: the in-process engine, or jobs on the dispatcher's rollout workers (which
     sample the same trajectories). Evaluation stays in-process either way."""
     if config.rollout.backend == "local":
@@ -204,7 +205,7 @@ def build_trainer(
     return Trainer(
         model=model,
         tokenizer=tokenizer,
-        engine=rollouts,
+        rollouts=rollouts,
         reward=config.reward,
         estimator=estimator,
         loss_config=PolicyLossConfig(

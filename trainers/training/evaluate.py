@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from trainers.backends.sampling import SamplingParams
 from trainers.rewards.base import RewardContext
 from trainers.rewards.correctness import Correctness
-from trainers.rollout.engine import RolloutEngine
+from trainers.rollout.protocol import Rollouts
 from trainers.trajectory import Trajectory
 
 IsCorrect = Callable[[Trajectory], bool]
@@ -66,9 +66,9 @@ def summarise(trajectories: Sequence[Trajectory], is_correct: IsCorrect, k: int)
 
 @dataclass
 class Evaluator:
-    """Evaluates the live policy behind `engine` (its backend shares the trained model) on `rows`."""
+    """Evaluates the live policy behind `rollouts` on `rows`."""
 
-    engine: RolloutEngine
+    rollouts: Rollouts
     rows: list[dict]
     is_correct: IsCorrect
     samples: int = 4  # k for pass@k at temperature 1
@@ -76,18 +76,18 @@ class Evaluator:
     greedy: bool = True
 
     def run(self, seed: int = 0) -> dict[str, float]:
-        """`greedy/...` and `sampled/...` metrics; both use the engine's template, tools and limits."""
+        """`greedy/...` and `sampled/...` metrics; both use the rollouts' template, tools and limits."""
         results: dict[str, float] = {}
         modes = [("sampled", SamplingParams(temperature=self.temperature), self.samples)]
         if self.greedy:
             modes.insert(0, ("greedy", SamplingParams(temperature=0.0), 1))
-        saved = self.engine.sampling
+        saved = self.rollouts.sampling
         try:
             for name, sampling, k in modes:
-                self.engine.sampling = sampling
-                trajectories = self.engine.run(self.rows, k, seed=seed)
+                self.rollouts.sampling = sampling
+                trajectories = self.rollouts.run(self.rows, k, seed=seed)
                 for key, value in summarise(trajectories, self.is_correct, k).items():
                     results[f"{name}/{key}"] = value
         finally:
-            self.engine.sampling = saved
+            self.rollouts.sampling = saved
         return results

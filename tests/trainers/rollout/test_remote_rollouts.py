@@ -85,7 +85,7 @@ def test_remote_rollouts_sample_the_in_process_trajectories(model_dir, train_fil
     try:
         remote = build_trainer(run_config(model_dir, train_file, tmp_path / "remote", backend="remote"),
                                dispatcher=dispatcher)  # fmt: skip
-        assert isinstance(remote.engine, RemoteRollouts)
+        assert isinstance(remote.rollouts, RemoteRollouts)
         remote.train()
     finally:
         dispatcher.close()
@@ -102,7 +102,7 @@ def test_remote_rollouts_sample_the_in_process_trajectories(model_dir, train_fil
 
 def test_python_m_trainers_rolls_out_in_process_without_rollout_workers(model_dir, train_file, tmp_path):
     trainer = build_trainer(run_config(model_dir, train_file, tmp_path, backend="remote"))
-    assert not isinstance(trainer.engine, RemoteRollouts)
+    assert not isinstance(trainer.rollouts, RemoteRollouts)
 
 
 def test_weight_versions_publish_load_in_place_and_keep_the_newest(model_dir, tmp_path):

@@ -45,8 +45,8 @@ def weights_stamp(model: Any) -> tuple[int, ...]:
 
 
 class RemoteRollouts:
-    """The trainer's rollouts on a dispatcher's workers; the same surface as `RolloutEngine` (`run`,
-    `sampling`, `last_stats`), plus `last_metrics` for the step."""
+    """The trainer's `Rollouts` on a dispatcher's workers; `last_metrics` reports the step's jobs, workers
+    and weight version."""
 
     def __init__(
         self,
