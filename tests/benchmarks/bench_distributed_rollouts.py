@@ -105,9 +105,8 @@ def bench_rollouts(args: argparse.Namespace) -> dict[str, Any]:
     # a step after an update: publish a new version, every worker loads it before its first job
     rollouts_1 = remotes[1][0]
     changed = []
-    for _ in range(args.repeats):
-        with torch.no_grad():
-            next(model.parameters()).mul_(1.0)  # bumps the version counter: a new policy version
+    for version in range(1, args.repeats + 1):
+        rollouts_1.policy_changed(version)  # as after an update: published as a new weight version
         changed.append(timed(lambda: rollouts_1.run(rows, seed=0))[0])
     metrics = dict(rollouts_1.last_metrics)
     for _, dispatcher in remotes.values():

@@ -11,6 +11,7 @@ budget or a finished environment.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import zlib
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ class RolloutEngine:
         self.max_concurrent = max_concurrent  # live trajectories at once; bounds memory on big datasets
         self.last_stats: SchedulerStats | None = None  # batches and generation time of the last run
         self.last_metrics: dict[str, float] = {}  # nothing beyond `last_stats` is measured in-process
+        self.policy_version = 0  # the policy version the backend samples (0: the weights it was given)
 
     def run(
         self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
@@ -83,6 +85,15 @@ class RolloutEngine:
 
     def prefetch(self, rows: list[dict], samples_per_prompt: int, seed: int | None) -> None:
         """Nothing runs ahead in-process: generation needs the thread that trains."""
+
+    def policy_changed(self, version: int) -> None:
+        """The live policy the backend samples was updated: the backend takes the new weights."""
+        self.policy_version = version
+        self.backend.policy_changed()
+
+    def generating(self) -> contextlib.AbstractContextManager[None]:
+        """The backend's generation context (a colocated vLLM engine is awake only inside)."""
+        return self.backend.generating()
 
     async def arun(
         self,

@@ -182,10 +182,6 @@ def build_trainer(
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lr_lambda(opt.schedule, opt.warmup_steps, config.training.steps, opt.min_lr_ratio)
     )
-    if isinstance(rollouts, RemoteRollouts):
-        rollouts.watch(optimizer)  # a new weight version after every update
-    if isinstance(backend, VLLMBackend):
-        backend.watch(optimizer)  # the engine loads the policy's weights at the next rollout
     needs_reference = config.loss.kl != "none" or estimator.needs_kl
     training = config.training
     settings = LoopSettings(

@@ -166,6 +166,7 @@ class Trainer:
         t1 = time.perf_counter()
         if kept:
             metrics.update(self.learn(kept))
+            self.policy_changed()
         self.scheduler.step()
         self.sink.log_trajectories(step, sampled)
         t2 = time.perf_counter()
@@ -178,6 +179,12 @@ class Trainer:
         metrics[keys.TRAIN_TRAJECTORIES] = float(len(kept))
         metrics[keys.TRAIN_LR] = float(self.scheduler.get_last_lr()[0])
         return metrics
+
+    def policy_changed(self) -> None:
+        """Tell whatever samples the policy that its weights changed; the version is the step."""
+        samplers = [self.rollouts] + ([self.evaluator.rollouts] if self.evaluator is not None else [])
+        for rollouts in {id(r): r for r in samplers}.values():  # evaluation may share the training rollouts
+            rollouts.policy_changed(self.step)
 
     # --- rollout, rewards and filters ------------------------------------------------------------
     def step_rows(self, rows: list[dict], step: int, round_: int) -> tuple[list[dict], int]:
@@ -201,7 +208,7 @@ class Trainer:
         rows, seed = self.step_rows(rows, step, round_)
         self._rows = {row["id"]: (row, seed) for row in rows} | (self._rows if round_ else {})
         # data parallel: each rank samples its share of the rows (per-row seeds: the same trajectories)
-        with self.training_engine.full_weights():
+        with self.training_engine.full_weights(), self.rollouts.generating():
             trajectories = self.rollouts.run(
                 self.training_engine.share(rows), self.settings.samples_per_prompt, seed=seed
             )
@@ -258,7 +265,7 @@ class Trainer:
         self.rollouts.sampling = SamplingParams(temperature=0.0)
         greedy: list[Trajectory] = []
         try:
-            with self.training_engine.full_weights():
+            with self.training_engine.full_weights(), self.rollouts.generating():
                 for seed, rows in by_seed.items():  # one seed per refill round
                     greedy += self.rollouts.run(list(rows.values()), 1, seed=seed)
         finally:
@@ -331,7 +338,7 @@ class Trainer:
     # --- evaluation and checkpoints --------------------------------------------------------------
     def evaluate(self) -> dict[str, float]:
         assert self.evaluator is not None
-        with self.training_engine.full_weights():
+        with self.training_engine.full_weights(), self.evaluator.rollouts.generating():
             results = self.evaluator.run(seed=self.settings.seed + self.step)
         self.sink.log_eval(self.step, results)
         key = self.settings.keep_best
@@ -380,3 +387,4 @@ class Trainer:
         for name in extra.get("filters", []):  # e.g. StarPO-S, switched on by an echo-trap alert
             self.add_filter(name)
         self.best = {key: float(value) for key, value in extra.get("best", {}).items()}
+        self.policy_changed()  # the checkpoint's weights

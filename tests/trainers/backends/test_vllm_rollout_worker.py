@@ -50,6 +50,8 @@ def test_a_rollout_worker_samples_with_vllm_and_loads_new_versions_in_place(
         with torch.no_grad():
             for p in model.parameters():
                 p.mul_(1.5)
+        for remote in rollouts.values():
+            remote.policy_changed(1)
         newer = {name: [workers[name].run(j) for j in rollouts[name].jobs(ROWS, 2, seed=1)] for name in specs}
     finally:
         dispatcher.close()

@@ -141,6 +141,7 @@ def test_a_worker_loads_a_version_only_when_a_job_asks_for_another(model_dir, tr
     assert [r.trajectories for r in first] == [r.trajectories for r in again]
     with torch.no_grad():
         next(model.parameters()).mul_(1.5)
+    rollouts.policy_changed(1)
     newer = [state.run(job) for job in rollouts.jobs(rows, 2, seed=1)]
     assert state.loads == 2 and {r.weight_version for r in newer} == {2}
     dispatcher.close()

@@ -3,6 +3,7 @@ runs each step's rows as jobs on a dispatcher's workers."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import threading
@@ -27,7 +28,7 @@ class _Ahead:
     key: tuple
     future: Future
     version: int  # the weight version its jobs sample from
-    stamp: Any  # the policy's stamp when that version was published
+    policy_version: int  # the trainer's policy version published as that weight version
     sent: float
     published: float  # publish time it took, 0 if the version was already out
 
@@ -35,13 +36,6 @@ class _Ahead:
 def _key(rows: list[dict], samples_per_prompt: int, seed: int | None, sampling: SamplingParams) -> tuple:
     ids = tuple(str(row.get("id", index)) for index, row in enumerate(rows))
     return ids, samples_per_prompt, seed, sampling.model_dump_json()
-
-
-def weights_stamp(model: Any) -> tuple[int, ...]:
-    """Changes when a parameter is written in place by autograd-visible ops (a checkpoint's
-    load_state_dict): the tensors' version counters. Fused optimiser kernels do not count, so the
-    optimiser reports its steps through `RemoteRollouts.watch`."""
-    return tuple(p._version for p in model.parameters())
 
 
 class RemoteRollouts:
@@ -70,34 +64,34 @@ class RemoteRollouts:
         self.job_timeout_s = job_timeout_s
         self.keep_versions = keep_versions
         self.store = ArtifactStore.from_url(dispatcher.weights_url)
-        self.version: int | None = None
+        self.version: int | None = None  # the weight version last published
         self.publish_s = 0.0  # the last publish
-        self._stamp: tuple[Any, ...] | None = None
-        self._updates = 0  # optimiser steps seen through `watch`
+        self.policy_version = 0  # the trainer's, from `policy_changed`
+        self._published_policy = 0  # the policy version published as `version`
         self.max_staleness = max_staleness  # 1: the next step's rollout runs during this step's update
         self._ahead: _Ahead | None = None
         self.last_stats: SchedulerStats | None = None
         self.last_metrics: dict[str, float] = {}
 
-    def watch(self, optimizer: Any) -> None:
-        """Count `optimizer`'s steps: each makes a new policy version, published before the next rollout."""
-        optimizer.register_step_post_hook(lambda *_: self._updated())
+    def policy_changed(self, version: int) -> None:
+        """The trainer changed the policy: the next jobs sample it, published as a new weight version."""
+        self.policy_version = version
 
-    def _updated(self) -> None:
-        self._updates += 1
+    def generating(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing to wake in the trainer's process: the workers generate."""
+        return contextlib.nullcontext()
 
     def publish(self) -> int:
         """The weight version the workers sample from: the current policy, published when it changed."""
         from trainers.storage.weights import publish_weights
 
-        stamp = (self._updates, weights_stamp(self.model))
-        if self.version is None or stamp != self._stamp:
+        if self.version is None or self._published_policy != self.policy_version:
             start = time.perf_counter()
             self.version = publish_weights(
                 self.store, WEIGHTS_PREFIX, self.model, self.tokenizer, keep=self.keep_versions
             )
             self.publish_s = time.perf_counter() - start
-            self._stamp = stamp
+            self._published_policy = self.policy_version
         return self.version
 
     def jobs(self, rows: list[dict], samples_per_prompt: int, seed: int | None) -> list[RolloutJob]:
@@ -134,7 +128,7 @@ class RemoteRollouts:
 
         sent = time.monotonic()
         threading.Thread(target=gather, name="rollout-prefetch", daemon=True).start()
-        self._ahead = _Ahead(key, future, self.version or 0, self._stamp, sent, published)
+        self._ahead = _Ahead(key, future, self.version or 0, self._published_policy, sent, published)
 
     def run(
         self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
@@ -149,7 +143,7 @@ class RemoteRollouts:
                 ahead.sent,
                 ahead.published,
             )
-            stale = 1.0 if (self._updates, weights_stamp(self.model)) != ahead.stamp else 0.0
+            stale = 1.0 if self.policy_version != ahead.policy_version else 0.0
         else:
             publish_before = self.publish_s
             jobs = self.jobs(rows, samples_per_prompt, seed)

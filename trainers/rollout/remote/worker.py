@@ -42,7 +42,8 @@ class RolloutWorkerState:
         loaded, load_s = self._policy(job)
         engine = self._engine(loaded, job.spec)
         engine.sampling = SamplingParams(**job.spec["sampling"])
-        trajectories = engine.run(job.rows, job.samples_per_prompt, seed=job.seed)
+        with engine.generating():
+            trajectories = engine.run(job.rows, job.samples_per_prompt, seed=job.seed)
         stats = engine.last_stats or SchedulerStats()
         return JobResult(
             job.job_id, [t.to_dict() for t in trajectories], self.name, loaded.version,
@@ -66,8 +67,7 @@ class RolloutWorkerState:
         elif loaded.version != job.weight_version:
             load_version(store, job.weights_prefix, job.weight_version, loaded.model)
             loaded.version = job.weight_version
-            if hasattr(loaded.backend, "policy_updated"):  # a vLLM engine takes the new weights next
-                loaded.backend.policy_updated()
+            loaded.backend.policy_changed()  # a vLLM engine takes the new weights as it wakes
             self.loads += 1
         self.loaded[key] = loaded  # most recently used last
         while len(self.loaded) > self.max_runs:
