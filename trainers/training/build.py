@@ -103,9 +103,6 @@ def _rollouts(
     if dispatcher is None:
         logger.info("rollout.backend is remote but no rollout workers were given: rolling out in-process")
         return engine
-    if config.training.engine != "local":  # each rank would publish weights: ranks roll out their shares
-        logger.info("rollout.backend is remote with %s ranks: rolling out in-process", config.training.engine)
-        return engine
     spec = rollout_spec(
         config.template.name, config.template.source, engine.tool_bindings, config.limits, config.sampling,
         config.model.device, config.generation.model_dump(),

@@ -29,6 +29,7 @@ from trainers.rollout.protocol import Rollouts
 from trainers.training.checkpoint import checkpoint_dir
 from trainers.training.data import PromptSampler
 from trainers.training.engines import TrainingEngine
+from trainers.training.engines.collectives import any_rank
 from trainers.training.evaluate import Evaluator
 from trainers.training.mismatch import mismatch_metrics, sampler_logprobs
 from trainers.training.policy import PolicyOutput, ValueHead, collate, forward_policy
@@ -110,7 +111,7 @@ class Trainer:
             self.evaluate()
         while self.step < self.settings.steps:
             # every rank stops at the same step (a data-parallel group's ranks may see the request apart)
-            if self.training_engine.any(self.should_stop is not None and self.should_stop()):
+            if any_rank(self.should_stop is not None and self.should_stop()):
                 stopped = True
                 break
             self.step += 1

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from trainers.backends.hf import HFBackend
-from trainers.config.loader import validate_config
+from trainers.config.loader import ConfigError, validate_config
 from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.metrics import keys
 from trainers.models.tiny import build_tiny_model
@@ -46,7 +46,7 @@ def train_file(tmp_path_factory):
     return write_rows(train, tmp_path_factory.mktemp("data") / "train.jsonl")
 
 
-def run_config(model_dir, train_file, out, steps=2, **rollout):
+def run_config(model_dir, train_file, out, steps=2, engine="local", **rollout):
     return validate_config({
         "seed": 5,
         "output_dir": str(out),
@@ -56,7 +56,7 @@ def run_config(model_dir, train_file, out, steps=2, **rollout):
         "rollout": {"prompts_per_step": 3, "samples_per_prompt": 2, **rollout},
         "reward": {"components": [{"name": "format"}]},
         "optimizer": {"lr": 1e-2},
-        "training": {"steps": steps},
+        "training": {"steps": steps, "engine": engine},
         "checkpoint": {"every_steps": 10},
         "evaluation": {"greedy": False},
         "data": {"train_path": str(train_file)},
@@ -103,6 +103,14 @@ def test_remote_rollouts_sample_the_in_process_trajectories(model_dir, train_fil
 def test_python_m_trainers_rolls_out_in_process_without_rollout_workers(model_dir, train_file, tmp_path):
     trainer = build_trainer(run_config(model_dir, train_file, tmp_path, backend="remote"))
     assert not isinstance(trainer.rollouts, RemoteRollouts)
+
+
+def test_remote_rollouts_with_the_deepspeed_engine_is_a_config_error_naming_both_fields(
+    model_dir, train_file, tmp_path
+):
+    with pytest.raises(ConfigError) as info:
+        run_config(model_dir, train_file, tmp_path, backend="remote", engine="deepspeed")
+    assert "rollout.backend" in str(info.value) and "training.engine" in str(info.value)
 
 
 def test_weight_versions_publish_load_in_place_and_keep_the_newest(model_dir, tmp_path):
