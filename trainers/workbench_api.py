@@ -66,13 +66,9 @@ from trainers.models.loading import load_tokenizer
 from trainers.net import EGRESS_ERROR, EgressPolicy, egress_policy
 from trainers.rewards import REWARDS, RewardDefinition, describe_components, score_text
 from trainers.rewards.schedules import Schedule
-from trainers.rollout.remote import (
-    JobFailed,
-    JobResult,
-    ResubmittingDispatcher,
-    RolloutJob,
-    RolloutWorkerState,
-)
+from trainers.rollout.remote.dispatch import ResubmittingDispatcher
+from trainers.rollout.remote.wire import JobFailed, JobResult, RolloutJob
+from trainers.rollout.remote.worker import RolloutWorkerState
 from trainers.sandbox.limits import SandboxLimits
 from trainers.sandbox.pool import INSECURE_ENV as SANDBOX_INSECURE_ENV
 from trainers.sandbox.pool import SandboxError

@@ -35,7 +35,9 @@ from trainers.config.sampling import SamplingParams
 from trainers.models.model_io import load_policy
 from trainers.models.tiny import build_tiny_model
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.remote import PoolDispatcher, RemoteRollouts, rollout_spec
+from trainers.rollout.remote.client import RemoteRollouts
+from trainers.rollout.remote.dispatch import PoolDispatcher
+from trainers.rollout.remote.wire import rollout_spec
 from trainers.storage.store import ArtifactStore
 from trainers.storage.weights import load_published_policy, load_version, publish_weights
 from trainers.templates import TEMPLATES
@@ -103,9 +105,8 @@ def bench_rollouts(args: argparse.Namespace) -> dict[str, Any]:
     # a step after an update: publish a new version, every worker loads it before its first job
     rollouts_1 = remotes[1][0]
     changed = []
-    for _ in range(args.repeats):
-        with torch.no_grad():
-            next(model.parameters()).mul_(1.0)  # bumps the version counter: a new policy version
+    for version in range(1, args.repeats + 1):
+        rollouts_1.policy_changed(version)  # as after an update: published as a new weight version
         changed.append(timed(lambda: rollouts_1.run(rows, seed=0))[0])
     metrics = dict(rollouts_1.last_metrics)
     for _, dispatcher in remotes.values():

@@ -48,8 +48,9 @@ def bench_backend(
         for row, (p, n) in enumerate(zip(prompts, limits, strict=True))
     ]
     backend.begin_rollout()  # no prefix entries carried from the previous run
-    start = time.perf_counter()
-    outputs = backend.generate(requests)
+    with backend.generating():  # a vLLM engine generates only inside
+        start = time.perf_counter()
+        outputs = backend.generate(requests)
     return time.perf_counter() - start, sum(len(o.token_ids) for o in outputs)
 
 

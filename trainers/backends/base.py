@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -50,3 +51,12 @@ class GenerationBackend(ABC):
     def begin_rollout(self) -> None:
         """Drop state tied to the current weights (e.g. a prefix cache); the engine calls it per rollout."""
         return None
+
+    def policy_changed(self) -> None:
+        """The policy's weights changed; nothing to do for a backend that samples the live model."""
+        return None
+
+    def generating(self) -> contextlib.AbstractContextManager[None]:
+        """The context `generate` runs in: a backend that holds the GPU only while it generates (vLLM
+        colocated with training) wakes in it; nothing for one that samples the live model."""
+        return contextlib.nullcontext()

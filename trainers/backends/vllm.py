@@ -6,11 +6,11 @@ the whole context and vLLM reuses the cached blocks of its prefix). The engine i
 `logprobs_mode="processed_logprobs"`, so the reported log-prob is that of the distribution actually
 sampled from (after temperature, top-k and top-p), as `HFBackend` reports it.
 
-Colocated with training on the same GPU(s): given the trainer's live `policy`, the backend loads its
-weights into the running engine (`collective_rpc` to every tensor-parallel worker, which calls the
-model's own `load_weights`; no restart, no files) at the first rollout after an optimiser step, puts
-the engine to sleep (`LLM.sleep`: KV cache freed, weights offloaded or dropped) when the trainer runs
-its first forward pass after a rollout, and wakes it at the next rollout.
+Colocated with training on the same GPU(s): generation runs inside `generating()`, which wakes the
+engine, loads the trainer's live `policy` into it when the trainer said the policy changed
+(`policy_changed`; `collective_rpc` to every tensor-parallel worker, which calls the model's own
+`load_weights`; no restart, no files), and on leaving puts the engine to sleep (`LLM.sleep`: KV cache
+freed, weights offloaded or dropped) so training has the GPU memory.
 
 vLLM is not installed on CPU machines (its wheels need CUDA and the torch they were built with), so
 everything here that touches vLLM goes through the few names below; the unit tests drive this module
@@ -19,7 +19,9 @@ with a test double of exactly those names (tests/trainers/backends/test_vllm_bac
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -95,7 +97,7 @@ class PolicyWeightsExtension:
 
 class VLLMBackend(GenerationBackend):
     """`GenerationBackend` over a `vllm.LLM`; `policy`: the trainer's live model, whose weights the
-    engine takes over after each optimiser step (`watch`). `api` is the `vllm` module (or a double)."""
+    engine takes over after each `policy_changed`. `api` is the `vllm` module (or a double)."""
 
     def __init__(
         self,
@@ -114,27 +116,33 @@ class VLLMBackend(GenerationBackend):
         self.asleep = False
         self.stale = policy is not None and not loaded
         self.weight_loads = 0
-        if policy is not None and options.sleep:
-            # the trainer's first forward after a rollout frees the GPU memory the engine holds; on the
-            # input embeddings, which every forward runs (the trainer calls the decoder, not the model)
-            policy.get_input_embeddings().register_forward_pre_hook(lambda *_: self.sleep())
-
-    def watch(self, optimizer: torch.optim.Optimizer) -> None:
-        """Mark the engine's weights stale after every step of `optimizer` (the policy's)."""
-        optimizer.register_step_post_hook(lambda *_: self.policy_updated())
-
-    def policy_updated(self) -> None:
-        """The policy's weights changed: the engine loads them before it samples again."""
-        self.stale = True
+        self._generating = 0  # depth of `generating()` contexts entered
 
     # --- GenerationBackend -----------------------------------------------------------------------
-    def begin_rollout(self) -> None:
+    def policy_changed(self) -> None:
+        """The policy's weights changed: the engine loads them when it wakes to generate."""
+        self.stale = True
+
+    @contextlib.contextmanager
+    def generating(self) -> Iterator[None]:
+        """Awake with the policy's newest weights inside; asleep again (sleep mode on) once the
+        outermost context is left."""
         self.wake()
+        self._generating += 1
+        try:
+            yield
+        finally:
+            self._generating -= 1
+            if not self._generating:
+                self.sleep()
 
     def generate(self, requests: list[GenerationRequest]) -> list[GenerationOutput]:
+        if not self._generating:
+            raise RuntimeError(
+                "VLLMBackend generates inside generating(), which wakes it with the policy's weights"
+            )
         if not requests:
             return []
-        self.wake()
         prompts = [{"prompt_token_ids": list(r.prompt_ids)} for r in requests]  # vllm.inputs.TokensPrompt
         params = [sampling_params(self.api, r) for r in requests]
         results = self.llm.generate(prompts, sampling_params=params, use_tqdm=False)

@@ -107,6 +107,11 @@ class RunConfig(BaseModel):
             raise ValueError("model.tiny.tokenizer_corpus 'sft_data' needs SFT data: add an sft section")
         if self.loss.kl == "none" and self.loss.kl_coef > 0:
             raise ValueError("loss.kl_coef > 0 needs a KL estimator (loss.kl: k1, k2 or k3)")
+        if self.rollout.backend == "remote" and self.training.engine == "deepspeed":
+            raise ValueError(
+                "rollout.backend 'remote' needs training.engine 'local': under deepspeed each rank rolls out"
+                " its share of the prompts in-process (rollout.backend 'local')"
+            )
         minibatch = self.training.minibatch_size
         if minibatch is not None and minibatch > self.batch_size:
             raise ValueError(

@@ -11,6 +11,7 @@ budget or a finished environment.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import zlib
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -43,7 +44,8 @@ class _Progress:
 
 
 class RolloutEngine:
-    """Turns dataset rows into trajectories with one backend, one template and a set of tool bindings."""
+    """Turns dataset rows into trajectories with one backend, one template and a set of tool bindings;
+    the in-process `Rollouts`."""
 
     def __init__(
         self,
@@ -69,6 +71,8 @@ class RolloutEngine:
         self.prompt_source = prompt_source
         self.max_concurrent = max_concurrent  # live trajectories at once; bounds memory on big datasets
         self.last_stats: SchedulerStats | None = None  # batches and generation time of the last run
+        self.last_metrics: dict[str, float] = {}  # nothing beyond `last_stats` is measured in-process
+        self.policy_version = 0  # the policy version the backend samples (0: the weights it was given)
 
     def run(
         self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
@@ -78,6 +82,18 @@ class RolloutEngine:
         return run_with_caller_executor(
             lambda executor: self.arun(rows, samples_per_prompt, seed=seed, executor=executor)
         )
+
+    def prefetch(self, rows: list[dict], samples_per_prompt: int, seed: int | None) -> None:
+        """Nothing runs ahead in-process: generation needs the thread that trains."""
+
+    def policy_changed(self, version: int) -> None:
+        """The live policy the backend samples was updated: the backend takes the new weights."""
+        self.policy_version = version
+        self.backend.policy_changed()
+
+    def generating(self) -> contextlib.AbstractContextManager[None]:
+        """The backend's generation context (a colocated vLLM engine is awake only inside)."""
+        return self.backend.generating()
 
     async def arun(
         self,

@@ -21,7 +21,10 @@ from trainers.metrics.echo_trap import EchoTrapDetector
 from trainers.models.device import model_device, resolve_device
 from trainers.models.model_io import load_policy
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.remote import Dispatcher, RemoteRollouts, rollout_spec
+from trainers.rollout.protocol import Rollouts
+from trainers.rollout.remote.client import RemoteRollouts
+from trainers.rollout.remote.dispatch import Dispatcher
+from trainers.rollout.remote.wire import rollout_spec
 from trainers.training.data import PromptSampler, read_rows, split_rows
 from trainers.training.engines.factory import make_engine
 from trainers.training.eval_schedule import checkpoint_period
@@ -93,16 +96,13 @@ def _evaluator(config: RunConfig, engine: RolloutEngine, rows: list[dict]) -> Ev
 
 def _rollouts(
     config: RunConfig, engine: RolloutEngine, model: Any, tokenizer: Any, dispatcher: Dispatcher | None
-) -> RolloutEngine | RemoteRollouts:
+) -> Rollouts:
     """The training rollouts: the in-process engine, or jobs on the dispatcher's rollout workers (which
     sample the same trajectories). Evaluation stays in-process either way."""
     if config.rollout.backend == "local":
         return engine
     if dispatcher is None:
         logger.info("rollout.backend is remote but no rollout workers were given: rolling out in-process")
-        return engine
-    if config.training.engine != "local":  # each rank would publish weights: ranks roll out their shares
-        logger.info("rollout.backend is remote with %s ranks: rolling out in-process", config.training.engine)
         return engine
     spec = rollout_spec(
         config.template.name, config.template.source, engine.tool_bindings, config.limits, config.sampling,
@@ -172,10 +172,6 @@ def build_trainer(
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lr_lambda(opt.schedule, opt.warmup_steps, config.training.steps, opt.min_lr_ratio)
     )
-    if isinstance(rollouts, RemoteRollouts):
-        rollouts.watch(optimizer)  # a new weight version after every update
-    if isinstance(backend, VLLMBackend):
-        backend.watch(optimizer)  # the engine loads the policy's weights at the next rollout
     needs_reference = config.loss.kl != "none" or estimator.needs_kl
     training = config.training
     settings = LoopSettings(
@@ -195,7 +191,7 @@ def build_trainer(
     return Trainer(
         model=model,
         tokenizer=tokenizer,
-        engine=rollouts,
+        rollouts=rollouts,
         reward=config.reward,
         estimator=estimator,
         loss_config=PolicyLossConfig(

@@ -61,7 +61,7 @@ def _train_argv(args: argparse.Namespace) -> list[str]:
 def run_train(args: argparse.Namespace) -> int:
     from trainers.training import run
     from trainers.training.checkpoint import latest_checkpoint
-    from trainers.training.engines import distributed_rank, launch
+    from trainers.training.engines.launch import distributed_rank, launch
 
     config = _config(args)
     if config.training.engine == "deepspeed" and distributed_rank() is None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from trainers.config.sampling import SamplingParams
 from trainers.rewards.base import RewardContext
 from trainers.rewards.correctness import Correctness
-from trainers.rollout.engine import RolloutEngine
+from trainers.rollout.protocol import Rollouts
 from trainers.trajectory import Trajectory
 
 IsCorrect = Callable[[Trajectory], bool]
@@ -66,9 +66,9 @@ def summarise(trajectories: Sequence[Trajectory], is_correct: IsCorrect, k: int)
 
 @dataclass
 class Evaluator:
-    """Evaluates the live policy behind `engine` (its backend shares the trained model) on `rows`."""
+    """Evaluates the live policy behind `rollouts` on `rows`."""
 
-    engine: RolloutEngine
+    rollouts: Rollouts
     rows: list[dict]
     is_correct: IsCorrect
     samples: int = 4  # k for pass@k at temperature 1
@@ -81,20 +81,20 @@ class Evaluator:
         return 2 if self.greedy else 1
 
     def run(self, seed: int = 0) -> dict[str, float]:
-        """`greedy/...` and `sampled/...` metrics; both use the engine's template, tools and limits."""
+        """`greedy/...` and `sampled/...` metrics; both use the rollouts' template, tools and limits."""
         results: dict[str, float] = {}
         modes = [("sampled", SamplingParams(temperature=self.temperature), self.samples)]
         if self.greedy:
             modes.insert(0, ("greedy", SamplingParams(temperature=0.0), 1))
-        saved = self.engine.sampling
+        saved = self.rollouts.sampling
         try:
             for name, sampling, k in modes:
-                self.engine.sampling = sampling
-                trajectories = self.engine.run(self.rows, k, seed=seed)
+                self.rollouts.sampling = sampling
+                trajectories = self.rollouts.run(self.rows, k, seed=seed)
                 metrics = summarise(trajectories, self.is_correct, k)
                 results.update({f"{name}/{key}": value for key, value in metrics.items()})
                 if self.on_mode is not None:
                     self.on_mode(name, metrics)
         finally:
-            self.engine.sampling = saved
+            self.rollouts.sampling = saved
         return results

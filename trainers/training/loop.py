@@ -25,10 +25,11 @@ from trainers.metrics import keys
 from trainers.metrics.echo_trap import EchoTrapDetector
 from trainers.metrics.step_metrics import compute_step_metrics
 from trainers.rewards import RewardContext, RewardDefinition
-from trainers.rollout.engine import RolloutEngine
+from trainers.rollout.protocol import Rollouts
 from trainers.training.checkpoint import checkpoint_dir
 from trainers.training.data import PromptSampler
 from trainers.training.engines import TrainingEngine
+from trainers.training.engines.collectives import any_rank
 from trainers.training.eval_schedule import evaluation_due
 from trainers.training.evaluate import Evaluator
 from trainers.training.mismatch import mismatch_metrics, sampler_logprobs
@@ -70,7 +71,7 @@ class Trainer:
         *,
         model: nn.Module,
         tokenizer: Any,
-        engine: RolloutEngine,
+        rollouts: Rollouts,
         reward: RewardDefinition,
         estimator: AdvantageEstimator,
         loss_config: PolicyLossConfig,
@@ -89,8 +90,8 @@ class Trainer:
         should_stop: Callable[[], bool] | None = None,
         training_engine: TrainingEngine | None = None,
     ) -> None:
-        """`engine` rolls out; `training_engine` updates and checkpoints (this process alone by default)."""
-        self.model, self.tokenizer, self.engine = model, tokenizer, engine
+        """`rollouts` samples; `training_engine` updates and checkpoints (this process alone by default)."""
+        self.model, self.tokenizer, self.rollouts = model, tokenizer, rollouts
         self.training_engine = training_engine or TrainingEngine(model, optimizer, value_head)
         self.reward, self.estimator, self.loss_config, self.update = reward, estimator, loss_config, update
         self.optimizer, self.scheduler, self.sampler, self.settings = optimizer, scheduler, sampler, settings
@@ -111,7 +112,7 @@ class Trainer:
             self.evaluate()
         while self.step < self.settings.steps:
             # every rank stops at the same step (a data-parallel group's ranks may see the request apart)
-            if self.training_engine.any(self.should_stop is not None and self.should_stop()):
+            if any_rank(self.should_stop is not None and self.should_stop()):
                 stopped = True
                 break
             self.step += 1
@@ -162,6 +163,7 @@ class Trainer:
         t1 = time.perf_counter()
         if kept:
             metrics.update(self.learn(kept))
+            self.policy_changed()
         self.scheduler.step()
         self.sink.log_trajectories(step, sampled)
         t2 = time.perf_counter()
@@ -175,6 +177,12 @@ class Trainer:
         metrics[keys.TRAIN_LR] = float(self.scheduler.get_last_lr()[0])
         return metrics
 
+    def policy_changed(self) -> None:
+        """Tell whatever samples the policy that its weights changed; the version is the step."""
+        samplers = [self.rollouts] + ([self.evaluator.rollouts] if self.evaluator is not None else [])
+        for rollouts in {id(r): r for r in samplers}.values():  # evaluation may share the training rollouts
+            rollouts.policy_changed(self.step)
+
     # --- rollout, rewards and filters ------------------------------------------------------------
     def step_rows(self, rows: list[dict], step: int, round_: int) -> tuple[list[dict], int]:
         """The rows with group ids unique within the step (also when a row comes back in a refill round),
@@ -183,23 +191,22 @@ class Trainer:
         return rows, self.settings.seed * 1_000_003 + step * 101 + round_
 
     def prefetch(self, step: int) -> None:
-        """Bounded staleness: an engine with `prefetch` (remote rollouts, max_staleness 1) starts step
-        `step`'s first round now, on the weights before this step's update; the sampler is left as it was,
-        so the step draws the same prompts and takes the rollout already under way."""
-        start = getattr(self.engine, "prefetch", None)
-        if start is None or step > self.settings.steps:
+        """Bounded staleness: rollouts that run ahead (remote, max_staleness 1) start step `step`'s first
+        round now, on the weights before this step's update; the sampler is left as it was, so the step
+        draws the same prompts and takes the rollout already under way."""
+        if step > self.settings.steps:
             return
         state = self.sampler.state_dict()
         rows, seed = self.step_rows(self.sampler.next(self.settings.prompts_per_step), step, 0)
         self.sampler.load_state_dict(state)
-        start(self.training_engine.share(rows), self.settings.samples_per_prompt, seed)
+        self.rollouts.prefetch(self.training_engine.share(rows), self.settings.samples_per_prompt, seed)
 
     def rollout(self, rows: list[dict], step: int, round_: int) -> list[Trajectory]:
         rows, seed = self.step_rows(rows, step, round_)
         self._rows = {row["id"]: (row, seed) for row in rows} | (self._rows if round_ else {})
         # data parallel: each rank samples its share of the rows (per-row seeds: the same trajectories)
-        with self.training_engine.full_weights():
-            trajectories = self.engine.run(
+        with self.training_engine.full_weights(), self.rollouts.generating():
+            trajectories = self.rollouts.run(
                 self.training_engine.share(rows), self.settings.samples_per_prompt, seed=seed
             )
         self.reward.compute(trajectories, self.reward_context(step))
@@ -214,7 +221,7 @@ class Trainer:
         generation = tools = 0.0
         start = time.perf_counter()
         sampled = self.rollout(self.sampler.next(self.settings.prompts_per_step), step, 0)
-        generation += self.engine.last_stats.generate_s if self.engine.last_stats else 0.0
+        generation += self.generation_s()
         result = apply_filters(self.filters, group_trajectories(sampled))
         kept, dropped = dict(result.kept), dict(result.dropped)
         target = len(kept) + result.needs_refill
@@ -223,7 +230,7 @@ class Trainer:
             if missing <= 0:
                 break
             more = self.rollout(self.sampler.next(missing), step, round_)
-            generation += self.engine.last_stats.generate_s if self.engine.last_stats else 0.0
+            generation += self.generation_s()
             sampled += more
             extra = apply_filters(self.filters, group_trajectories(more))
             kept.update(extra.kept)
@@ -236,25 +243,30 @@ class Trainer:
             keys.TIME_TOOLS: tools,
             keys.TIME_ROLLOUT: time.perf_counter() - start,
         }
-        timing.update(getattr(self.engine, "last_metrics", None) or {})  # remote rollouts: jobs, workers
+        timing.update(self.rollouts.last_metrics)  # remote rollouts: jobs, workers, weight version
         return [t for g in kept_groups for t in g], sampled, filtered_frac, timing
+
+    def generation_s(self) -> float:
+        """The generation time of the last rollout."""
+        stats = self.rollouts.last_stats
+        return stats.generate_s if stats is not None else 0.0
 
     def greedy_rollout(self, trajectories: list[Trajectory], step: int) -> list[Trajectory]:
         """ReMax: one greedy response per group, scored. Each runs with its group's rollout seed, from
-        which the engine derives the environment level of a row without `initial_state`."""
+        which the rollouts derive the environment level of a row without `initial_state`."""
         by_seed: dict[int, dict[str, dict]] = {}
         for t in trajectories:
             row, seed = self._rows[t.group_id]
             by_seed.setdefault(seed, {})[t.group_id] = row
-        saved = self.engine.sampling
-        self.engine.sampling = SamplingParams(temperature=0.0)
+        saved = self.rollouts.sampling
+        self.rollouts.sampling = SamplingParams(temperature=0.0)
         greedy: list[Trajectory] = []
         try:
-            with self.training_engine.full_weights():
+            with self.training_engine.full_weights(), self.rollouts.generating():
                 for seed, rows in by_seed.items():  # one seed per refill round
-                    greedy += self.engine.run(list(rows.values()), 1, seed=seed)
+                    greedy += self.rollouts.run(list(rows.values()), 1, seed=seed)
         finally:
-            self.engine.sampling = saved
+            self.rollouts.sampling = saved
         self.reward.compute(greedy, self.reward_context(step))
         return greedy
 
@@ -323,7 +335,7 @@ class Trainer:
     # --- evaluation and checkpoints --------------------------------------------------------------
     def evaluate(self) -> dict[str, float]:
         assert self.evaluator is not None
-        with self.training_engine.full_weights():
+        with self.training_engine.full_weights(), self.evaluator.rollouts.generating():
             results = self.evaluator.run(seed=self.settings.seed + self.step)
         self.sink.log_eval(self.step, results)
         key = self.settings.keep_best
@@ -372,3 +384,4 @@ class Trainer:
         for name in extra.get("filters", []):  # e.g. StarPO-S, switched on by an echo-trap alert
             self.add_filter(name)
         self.best = {key: float(value) for key, value in extra.get("best", {}).items()}
+        self.policy_changed()  # the checkpoint's weights

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from trainers.config.schema import RunConfig
-    from trainers.rollout.remote import Dispatcher
+    from trainers.rollout.remote.dispatch import Dispatcher
     from trainers.training.loop import TrainResult
     from trainers.training.sft import SFTResult
     from trainers.training.sinks import Sink
@@ -77,8 +77,8 @@ def run_config(
     workers a `rollout.backend: remote` config sends its rollouts to (the workbench's rollout queue).
     """
     from trainers.training.build import build_trainer, load_config_policy
-    from trainers.training.engines import group_should_stop
-    from trainers.training.engines.factory import rank_zero_first
+    from trainers.training.engines.collectives import group_should_stop
+    from trainers.training.engines.launch import rank_zero_first
     from trainers.training.sft import sft_stage
     from trainers.training.sinks import NullSink, RunDirSink
 

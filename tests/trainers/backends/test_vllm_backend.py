@@ -1,5 +1,5 @@
 """The vLLM adapter against a double of vLLM's API (tests/trainers/backends/vllm_double.py): requests in
-vLLM's terms, outputs back in ours, and the colocated cycle of sleeping, waking and loading weights.
+vLLM's terms, outputs back in ours, and the colocated cycle of waking, loading weights and sleeping.
 
 vLLM itself never runs here (no CUDA); the double mirrors its names and shapes, and its sampling loop
 is independent of `HFBackend`'s, so greedy outputs agreeing checks the translation both ways."""
@@ -118,13 +118,14 @@ def test_greedy_outputs_match_the_hf_backend(tiny_model_dir, policy):
         GenerationRequest(prompts[1], 5, [], GREEDY),
         GenerationRequest(prompts[2], 9, ["\x00never"], GREEDY),
     ]
-    ours, theirs = hf.generate(requests), backend.generate(requests)
+    with backend.generating():
+        ours, theirs = hf.generate(requests), backend.generate(requests)
+        assert backend.generate([]) == []
     assert ours[0].finish_reason == "stop" and ours[0].stop_string == stop
     for a, b in zip(ours, theirs, strict=True):
         assert b.token_ids == a.token_ids
         assert (b.finish_reason, b.stop_string) == (a.finish_reason, a.stop_string)
         assert b.logprobs == pytest.approx(a.logprobs, rel=1e-4, abs=1e-4)
-    assert backend.generate([]) == []
 
 
 def test_seeded_sampling_repeats_and_multi_turn_continuations_hit_the_prefix_cache(tiny_model_dir, policy):
@@ -133,11 +134,12 @@ def test_seeded_sampling_repeats_and_multi_turn_continuations_hit_the_prefix_cac
     backend = VLLMBackend(llm, tokenizer, options=opts, api=Api)
     prompt = encode(tokenizer, "What is 12 + 30?")
     seeded = GenerationRequest(prompt, 6, [], SamplingParams(temperature=1.0, seed=5))
-    first, again = backend.generate([seeded])[0], backend.generate([seeded])[0]
-    assert first.token_ids == again.token_ids and first.logprobs == again.logprobs
-    cached = llm.calls.cached_prompt_tokens
-    follow_up = prompt + first.token_ids + encode(tokenizer, " and 7?")  # the next turn re-sends the context
-    backend.generate([GenerationRequest(follow_up, 3, [], GREEDY)])
+    with backend.generating():
+        first, again = backend.generate([seeded])[0], backend.generate([seeded])[0]
+        assert first.token_ids == again.token_ids and first.logprobs == again.logprobs
+        cached = llm.calls.cached_prompt_tokens
+        follow_up = prompt + first.token_ids + encode(tokenizer, " and 7?")  # the next turn re-sends it
+        backend.generate([GenerationRequest(follow_up, 3, [], GREEDY)])
     assert llm.calls.cached_prompt_tokens - cached >= len(prompt) + len(first.token_ids) - 1
 
 
@@ -149,39 +151,53 @@ def test_colocated_cycle_loads_new_weights_without_a_restart(tiny_model_dir, pol
     model, tokenizer = policy
     llm, opts = engine(tiny_model_dir, tensor_parallel_size=2)
     backend = VLLMBackend(llm, tokenizer, policy=model, options=opts, api=Api)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    backend.watch(optimizer)
     request = GenerationRequest(encode(tokenizer, "What is 12 + 30?"), 8, [], GREEDY)
 
-    backend.begin_rollout()  # the live policy may differ from model.path: loaded before the first rollout
-    assert rpc_log(llm) == [("collective_rpc", LOAD_WEIGHTS), ("reset_prefix_cache",)]
-    backend.generate([request])
-    backend.begin_rollout()  # weights unchanged: nothing to load
+    with backend.generating():  # the live policy may differ from model.path: loaded before generating
+        assert rpc_log(llm) == [("collective_rpc", LOAD_WEIGHTS), ("reset_prefix_cache",)]
+        backend.generate([request])
+    assert rpc_log(llm)[2:] == [("sleep", 1)]  # leaving frees the GPU for training
+    with backend.generating():  # weights unchanged: woken, nothing loaded
+        backend.generate([request])
     assert backend.weight_loads == 1
 
-    # the update: the trainer's first forward puts the engine to sleep, its optimiser step stales the weights
+    # the update: training forwards leave the sleeping engine alone; the trainer says the policy changed
     llm.calls.log.clear()
     batch = torch.tensor([request.prompt_ids])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     model(input_ids=batch).logits.float().pow(2).mean().backward()
     optimizer.step()
-    model(input_ids=batch)  # later forwards leave the sleeping engine alone
-    assert rpc_log(llm) == [("sleep", 1)]
-    with pytest.raises(RuntimeError, match="asleep"):
-        llm.generate([{"prompt_token_ids": [1]}], Api.SamplingParams())
+    model(input_ids=batch)
+    assert rpc_log(llm) == [] and backend.asleep
+    backend.policy_changed()
 
-    backend.begin_rollout()
-    assert rpc_log(llm)[1:] == [
-        ("wake_up", ("weights",)),
-        ("collective_rpc", LOAD_WEIGHTS),
-        ("reset_prefix_cache",),
-        ("wake_up", ("kv_cache",)),
-    ]
-    for worker in llm.workers:  # every tensor-parallel worker holds the updated weights
-        engine_params = dict(worker.model_runner.model.hf.named_parameters())
-        for name, p in model.named_parameters():
-            assert torch.equal(engine_params[name], p.detach()), name
-    after = backend.generate([request])[0]
+    with backend.generating():
+        assert rpc_log(llm) == [
+            ("wake_up", ("weights",)),
+            ("collective_rpc", LOAD_WEIGHTS),
+            ("reset_prefix_cache",),
+            ("wake_up", ("kv_cache",)),
+        ]
+        for worker in llm.workers:  # every tensor-parallel worker holds the updated weights
+            engine_params = dict(worker.model_runner.model.hf.named_parameters())
+            for name, p in model.named_parameters():
+                assert torch.equal(engine_params[name], p.detach()), name
+        after = backend.generate([request])[0]
     assert after.token_ids == HFBackend(model, tokenizer).generate([request])[0].token_ids
+
+
+def test_generating_happens_only_inside_generating(tiny_model_dir, policy):
+    model, tokenizer = policy
+    llm, opts = engine(tiny_model_dir)
+    backend = VLLMBackend(llm, tokenizer, policy=model, options=opts, api=Api)
+    request = GenerationRequest(encode(tokenizer, "Hi"), 4, [], GREEDY)
+    with pytest.raises(RuntimeError, match="generating"):
+        backend.generate([request])  # stale weights, never woken
+    with backend.generating(), backend.generating():  # nested: one wake, one sleep at the outermost exit
+        backend.generate([request])
+    assert [call[0] for call in rpc_log(llm)] == ["collective_rpc", "reset_prefix_cache", "sleep"]
+    with pytest.raises(RuntimeError, match="generating"):
+        backend.generate([request])  # asleep
 
 
 def test_sleep_level_2_reloads_weights_even_without_an_update(tiny_model_dir, policy):
@@ -189,21 +205,20 @@ def test_sleep_level_2_reloads_weights_even_without_an_update(tiny_model_dir, po
     llm, opts = engine(tiny_model_dir, sleep_level=2)
     backend = VLLMBackend(llm, tokenizer, policy=model, options=opts, api=Api)
     request = GenerationRequest(encode(tokenizer, "Hi"), 6, [], GREEDY)
-    before = backend.generate([request])[0]
-    with torch.no_grad():
-        model(input_ids=torch.tensor([request.prompt_ids]))  # sleep(level=2) discards the engine's weights
-    assert llm.calls.log[-1] == ("sleep", 2)
-    backend.begin_rollout()
-    assert backend.weight_loads == 2
-    assert backend.generate([request])[0].token_ids == before.token_ids
+    with backend.generating():
+        before = backend.generate([request])[0]
+    assert llm.calls.log[-1] == ("sleep", 2)  # sleep(level=2) discards the engine's weights
+    with backend.generating():
+        assert backend.weight_loads == 2
+        assert backend.generate([request])[0].token_ids == before.token_ids
 
 
 def test_sleep_off_keeps_the_engine_resident(tiny_model_dir, policy):
     model, tokenizer = policy
     llm, opts = engine(tiny_model_dir, sleep=False)
     backend = VLLMBackend(llm, tokenizer, policy=model, options=opts, api=Api)
-    backend.begin_rollout()
-    model(input_ids=torch.tensor([[1, 2, 3]]))
+    with backend.generating():
+        backend.generate([GenerationRequest([1, 2, 3], 2, [], GREEDY)])
     assert not any(call[0] == "sleep" for call in llm.calls.log) and not backend.asleep
 
 

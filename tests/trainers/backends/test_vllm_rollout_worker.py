@@ -12,7 +12,10 @@ from trainers.backends import vllm as vllm_backend
 from trainers.config.limits import RolloutLimits
 from trainers.config.sampling import SamplingParams
 from trainers.models.model_io import load_policy
-from trainers.rollout.remote import PoolDispatcher, RemoteRollouts, RolloutWorkerState, rollout_spec
+from trainers.rollout.remote.client import RemoteRollouts
+from trainers.rollout.remote.dispatch import PoolDispatcher
+from trainers.rollout.remote.wire import rollout_spec
+from trainers.rollout.remote.worker import RolloutWorkerState
 
 ROWS = [{"id": "a", "question": "What is 2 + 3?"}, {"id": "b", "question": "What is 7 * 6?"}]
 LIMITS = RolloutLimits(max_turns=2, max_new_tokens_per_turn=6, max_total_new_tokens=12)
@@ -48,6 +51,8 @@ def test_a_rollout_worker_samples_with_vllm_and_loads_new_versions_in_place(
         with torch.no_grad():
             for p in model.parameters():
                 p.mul_(1.5)
+        for remote in rollouts.values():
+            remote.policy_changed(1)
         newer = {name: [workers[name].run(j) for j in rollouts[name].jobs(ROWS, 2, seed=1)] for name in specs}
     finally:
         dispatcher.close()

@@ -12,19 +12,16 @@ import pytest
 import torch
 
 from trainers.backends.hf import HFBackend
-from trainers.config.loader import validate_config
+from trainers.config.loader import ConfigError, validate_config
 from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.metrics import keys
 from trainers.models.model_io import load_policy
 from trainers.models.tiny import build_tiny_model
 from trainers.rollout.engine import RolloutEngine
-from trainers.rollout.remote import (
-    PoolDispatcher,
-    RemoteRollouts,
-    RolloutWorkerState,
-    rollout_spec,
-    run_job_here,
-)
+from trainers.rollout.remote.client import RemoteRollouts
+from trainers.rollout.remote.dispatch import PoolDispatcher
+from trainers.rollout.remote.wire import rollout_spec
+from trainers.rollout.remote.worker import RolloutWorkerState, run_job_here
 from trainers.storage.store import ArtifactStore
 from trainers.storage.weights import (
     load_published_policy,
@@ -49,7 +46,7 @@ def train_file(tmp_path_factory):
     return write_rows(train, tmp_path_factory.mktemp("data") / "train.jsonl")
 
 
-def run_config(model_dir, train_file, out, steps=2, **rollout):
+def run_config(model_dir, train_file, out, steps=2, engine="local", **rollout):
     return validate_config({
         "seed": 5,
         "output_dir": str(out),
@@ -59,7 +56,7 @@ def run_config(model_dir, train_file, out, steps=2, **rollout):
         "rollout": {"prompts_per_step": 3, "samples_per_prompt": 2, **rollout},
         "reward": {"components": [{"name": "format"}]},
         "optimizer": {"lr": 1e-2},
-        "training": {"steps": steps},
+        "training": {"steps": steps, "engine": engine},
         "checkpoint": {"every_steps": 10},
         "evaluation": {"greedy": False},
         "data": {"train_path": str(train_file)},
@@ -88,7 +85,7 @@ def test_remote_rollouts_sample_the_in_process_trajectories(model_dir, train_fil
     try:
         remote = build_trainer(run_config(model_dir, train_file, tmp_path / "remote", backend="remote"),
                                dispatcher=dispatcher)  # fmt: skip
-        assert isinstance(remote.engine, RemoteRollouts)
+        assert isinstance(remote.rollouts, RemoteRollouts)
         remote.train()
     finally:
         dispatcher.close()
@@ -105,7 +102,15 @@ def test_remote_rollouts_sample_the_in_process_trajectories(model_dir, train_fil
 
 def test_python_m_trainers_rolls_out_in_process_without_rollout_workers(model_dir, train_file, tmp_path):
     trainer = build_trainer(run_config(model_dir, train_file, tmp_path, backend="remote"))
-    assert not isinstance(trainer.engine, RemoteRollouts)
+    assert not isinstance(trainer.rollouts, RemoteRollouts)
+
+
+def test_remote_rollouts_with_the_deepspeed_engine_is_a_config_error_naming_both_fields(
+    model_dir, train_file, tmp_path
+):
+    with pytest.raises(ConfigError) as info:
+        run_config(model_dir, train_file, tmp_path, backend="remote", engine="deepspeed")
+    assert "rollout.backend" in str(info.value) and "training.engine" in str(info.value)
 
 
 def test_weight_versions_publish_load_in_place_and_keep_the_newest(model_dir, tmp_path):
@@ -144,6 +149,7 @@ def test_a_worker_loads_a_version_only_when_a_job_asks_for_another(model_dir, tr
     assert [r.trajectories for r in first] == [r.trajectories for r in again]
     with torch.no_grad():
         next(model.parameters()).mul_(1.5)
+    rollouts.policy_changed(1)
     newer = [state.run(job) for job in rollouts.jobs(rows, 2, seed=1)]
     assert state.loads == 2 and {r.weight_version for r in newer} == {2}
     dispatcher.close()

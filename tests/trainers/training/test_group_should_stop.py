@@ -9,7 +9,7 @@ import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from trainers.training.engines import group_should_stop
+from trainers.training.engines.collectives import group_should_stop
 
 POLLS = 5
 

@@ -121,7 +121,7 @@ def test_a_run_on_the_vllm_adapter_loads_each_update_and_reports_the_mismatch(
         mismatch={"tis_cap": 2.0},
     ))  # fmt: skip
     trainer = build_trainer(config)
-    backend = trainer.engine.backend
+    backend = trainer.rollouts.backend
     assert isinstance(backend, vllm_backend.VLLMBackend)
     assert backend.llm.kwargs["gpu_memory_utilization"] == 0.4
     trainer.train()

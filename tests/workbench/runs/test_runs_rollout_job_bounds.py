@@ -14,7 +14,7 @@ import pytest
 from trainers.config import RunConfig
 from trainers.config.limits import RolloutLimits
 from trainers.config.sampling import SamplingParams
-from trainers.rollout.remote import RolloutJob, rollout_spec
+from trainers.rollout.remote.wire import RolloutJob, rollout_spec
 from workbench.runs.execution.rollout_dispatch import rollout_weights_url
 from workbench.runs.execution.rollout_job_bounds import RolloutJobRefused, rollout_job_bound
 from workbench.runs.models import Run, RunStatus

@@ -1,12 +1,10 @@
-"""The engine a config trains with (`training.engine`), and the order in which a DeepSpeed group starts.
+"""The engine a config trains with (`training.engine`).
 
 Only here is `trainers.training.engines.zero` (and with it deepspeed) imported, and only for a DeepSpeed
 config."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import torch
@@ -17,24 +15,6 @@ from trainers.training.engines import TrainingEngine
 if TYPE_CHECKING:
     from trainers.config.schema import RunConfig
     from trainers.training.policy import ValueHead
-
-
-@contextlib.contextmanager
-def rank_zero_first(config: RunConfig) -> Iterator[None]:
-    """Rank 0 runs the block before the others (it builds the tiny model once, they then load it)."""
-    if config.training.engine != "deepspeed":
-        yield
-        return
-    from trainers.training.engines.zero import init_distributed
-
-    init_distributed(config.training.deepspeed)
-    import torch.distributed as dist
-
-    if dist.get_rank() != 0:
-        dist.barrier()
-    yield
-    if dist.get_rank() == 0:
-        dist.barrier()
 
 
 def make_engine(

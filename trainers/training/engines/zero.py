@@ -36,7 +36,7 @@ from trainers.training.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from trainers.training.engines import TrainingEngine, any_rank
+from trainers.training.engines import TrainingEngine
 from trainers.training.update import Shard, UpdateInputs, UpdateSettings, ppo_update
 
 if TYPE_CHECKING:
@@ -168,9 +168,6 @@ class DeepSpeedEngine(TrainingEngine):
         box = [value]
         dist.broadcast_object_list(box, src=0)
         return box[0]
-
-    def any(self, flag: bool) -> bool:
-        return any_rank(flag)
 
     def full_weights(self) -> contextlib.AbstractContextManager[None]:
         if self.config.stage != 3:
