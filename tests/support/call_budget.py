@@ -3,18 +3,20 @@
 off) fails unless it is marked slow, services or browser, so `make test-fast` stays an edit loop.
 
 It must not flake under load, so two corrections. What is measured is the call's wall time less the time
-this process's threads spent runnable but waiting for a CPU (Linux's per-thread schedstat): time the test
-sleeps, waits or computes counts, time other work took the cores away does not. CPU time alone would let
-a test that sleeps pass; plain wall time grows with the machine's load. The waits of other processes a
-test waits on (PostgreSQL, a subprocess) cannot be subtracted that way, so the budget also grows with the
-load: it is multiplied by the 1-minute load average per CPU when that is over 1 (a 2-core machine at a
-load of 8 gives a test four times the budget). On an idle machine the budget is what it says.
+the test's thread spent runnable but waiting for a CPU (Linux's per-thread schedstat): time the test
+sleeps, waits or computes counts, time other work took the core away does not. CPU time alone would let
+a test that sleeps pass; plain wall time grows with the machine's load. Only the test's own thread's
+waits count: other threads of the process (a torch pool, a reader thread an earlier test left) can be
+runnable for the whole call, and subtracting their waits would let any test pass. The waits of other
+processes a test waits on (PostgreSQL, a subprocess) cannot be subtracted that way, so the budget also
+grows with the load: it is multiplied by the 1-minute load average per CPU when that is over 1 (a 2-core
+machine at a load of 8 gives a test four times the budget). On an idle machine the budget is what it says.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -40,18 +42,12 @@ def load_scale() -> float:
     return max(1.0, os.getloadavg()[0] / len(os.sched_getaffinity(0)))
 
 
-def queue_waits_s() -> dict[str, float]:
-    """Seconds each live thread of this process has spent runnable but waiting for a CPU, by thread id."""
-    waits = {}
-    for schedstat in TASKS.glob("*/schedstat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):  # a thread that ended while read
-            waits[schedstat.parent.name] = int(schedstat.read_text().split()[1]) / 1e9
-    return waits
-
-
-def waited_since(before: dict[str, float]) -> float:
-    """The queue wait of this process's threads since `before` (threads that ended since count nothing)."""
-    return sum(wait - before.get(thread, 0.0) for thread, wait in queue_waits_s().items())
+def queue_wait_s() -> float:
+    """Seconds the calling thread has spent runnable but waiting for a CPU (0 where Linux does not say)."""
+    try:
+        return int((TASKS / str(threading.get_native_id()) / "schedstat").read_text().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 @pytest.hookimpl(wrapper=True)
@@ -59,10 +55,10 @@ def pytest_runtest_call(item: pytest.Item):
     budget = budget_s(item.config)
     if budget <= 0 or any(item.get_closest_marker(mark) for mark in EXEMPT_MARKS):
         return (yield)
-    started, before = time.monotonic(), queue_waits_s()
+    started, before = time.monotonic(), queue_wait_s()
     result = yield  # a failing test fails as it is; only a passing one is timed
     wall = time.monotonic() - started
-    took, scale = wall - waited_since(before), load_scale()
+    took, scale = wall - (queue_wait_s() - before), load_scale()
     if took > budget * scale:
         pytest.fail(
             f"the call took {took:.1f} s ({wall:.1f} s wall, less the waits for a CPU), over the "
