@@ -10,6 +10,9 @@ import pytest
 
 from tests.support.call_budget import load_scale
 
+# The inner session runs in this process: without Django's plugin, which the outer session has already
+# set up (a second setup_test_environment raises), and without a cache to write.
+INNER_ARGS = ("-p", "tests.support.call_budget", "-p", "no:django", "-p", "no:cacheprovider")
 SUMMARY = re.compile(r"(PASSED|FAILED) test_inner.py::(\w+)")
 BUDGET_S = 0.05
 INNER = """
@@ -73,7 +76,7 @@ def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
 
 
 def test_unmarked_tests_over_the_budget_fail_and_marked_ones_pass(inner: pytest.Pytester) -> None:
-    result = inner.runpytest("-p", "tests.support.call_budget", "-p", "no:cacheprovider", "-rA")
+    result = inner.runpytest(*INNER_ARGS, "-rA")
     outcomes = {m[2]: m[1] for line in result.outlines if (m := SUMMARY.match(line))}
     assert outcomes == {
         "test_sleeps": "FAILED",
@@ -93,5 +96,5 @@ def test_the_variable_overrides_the_ini_and_zero_turns_the_budget_off(
     inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WORKBENCH_TEST_BUDGET_S", "0")
-    result = inner.runpytest("-p", "tests.support.call_budget", "-p", "no:cacheprovider")
+    result = inner.runpytest(*INNER_ARGS)
     result.assert_outcomes(passed=6, failed=1)  # only the test's own assertion
