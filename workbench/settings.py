@@ -287,6 +287,9 @@ WORKBENCH_CALCULATOR_MAX_DEPTH = int(os.environ.get("WORKBENCH_CALCULATOR_MAX_DE
 WORKBENCH_ROLLOUT_CUDA = env_bool("WORKBENCH_ROLLOUT_CUDA", default=False)
 # DeepSpeed ranks a run may start (processes on one worker; a CPU run's also within the worker's cores).
 WORKBENCH_MAX_RANKS = int(os.environ.get("WORKBENCH_MAX_RANKS", "8"))
+# Rollouts a step may sample (rollout.prompts_per_step x samples_per_prompt): each is generated, scored and
+# held in memory for the step's update. The largest preset asks for 2048.
+WORKBENCH_MAX_ROLLOUTS_PER_STEP = int(os.environ.get("WORKBENCH_MAX_ROLLOUTS_PER_STEP", "4096"))
 WORKBENCH_MODEL_ROOTS = os.environ.get("WORKBENCH_MODEL_ROOTS", str(VAR_DIR / "models")).split(":")
 # Dataset files of the run's own team under MEDIA_ROOT are allowed besides these.
 WORKBENCH_DATA_ROOTS = os.environ.get("WORKBENCH_DATA_ROOTS", str(BASE_DIR / "trainers" / "data")).split(":")

@@ -77,3 +77,11 @@ def test_redis_url_selects_redis_and_its_absence_the_filesystem_transport(tmp_pa
     without = run_python({"REDIS_URL": "", "WORKBENCH_VAR_DIR": str(tmp_path)}, "-c", SHOW_BROKER)
     assert with_redis.stdout.strip() == "redis://127.0.0.1:6379/3"
     assert without.stdout.strip() == "filesystem://localhost//"
+
+
+@pytest.mark.slow
+def test_the_rollouts_a_step_bound_comes_from_its_variable():
+    show = "import django; django.setup(); from django.conf import settings as s; print(s.{})"
+    name = "WORKBENCH_MAX_ROLLOUTS_PER_STEP"
+    done = run_python({name: "96"}, "-c", show.format(name))
+    assert done.stdout.strip() == "96", done.stderr

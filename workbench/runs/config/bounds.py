@@ -7,6 +7,8 @@ A run launched from the workbench may use (settings are named after their enviro
   them before the call's namespaces and privilege drop: what it imports is the operator's choice);
 - a calculator tool's max_bits and max_depth up to WORKBENCH_CALCULATOR_MAX_BITS / _MAX_DEPTH (a default
   above the maximum is lowered to it);
+- at most WORKBENCH_MAX_ROLLOUTS_PER_STEP rollouts a step (rollout.prompts_per_step x samples_per_prompt:
+  the trajectories generated, scored and held for one update);
 - at most WORKBENCH_MAX_RANKS DeepSpeed ranks (processes on one worker; a CPU run's must also fit the
   worker's cores, workbench/jobs/cores.py);
 - model.device cuda with jobs on the rollout workers (rollout.backend remote, evaluation.runner jobs) only
@@ -55,6 +57,8 @@ POOL_SIZE = "WORKBENCH_SANDBOX_MAX_POOL_SIZE"  # warm sandbox workers of one pyt
 NETWORK = "WORKBENCH_SANDBOX_ALLOW_NETWORK"
 PRELOAD = "WORKBENCH_SANDBOX_PRELOAD"  # modules a python tool's sandbox may import before isolating
 MAX_RANKS = "WORKBENCH_MAX_RANKS"  # DeepSpeed ranks of a run: processes it starts on one worker
+MAX_ROLLOUTS = "WORKBENCH_MAX_ROLLOUTS_PER_STEP"  # prompts_per_step x samples_per_prompt
+GROUP_PATHS = ("rollout.prompts_per_step", "rollout.samples_per_prompt")
 MODEL_ROOTS, DATA_ROOTS = "WORKBENCH_MODEL_ROOTS", "WORKBENCH_DATA_ROOTS"
 MODEL_PATHS = ("model.path", "model.tokenizer_path")
 DATA_PATHS = ("sft.data_path", "data.train_path", "data.eval_path")
@@ -83,6 +87,7 @@ class OperatorBounds:
     allow_network: bool
     preload: frozenset[str]
     max_ranks: int
+    max_rollouts: int
     model_roots: tuple[Path, ...]
     data_roots: tuple[Path, ...]
     media_root: Path
@@ -96,6 +101,7 @@ class OperatorBounds:
             allow_network=bool(getattr(settings, NETWORK)),
             preload=frozenset(getattr(settings, PRELOAD)),
             max_ranks=int(getattr(settings, MAX_RANKS)),
+            max_rollouts=int(getattr(settings, MAX_ROLLOUTS)),
             model_roots=_real_roots(MODEL_ROOTS),
             data_roots=_real_roots(DATA_ROOTS),
             media_root=Path(os.path.realpath(settings.MEDIA_ROOT)),
@@ -109,7 +115,9 @@ class OperatorBounds:
         network = "network allowed" if self.allow_network else "no network"
         preload = ", ".join(sorted(self.preload)) or "none"
         calculator = ", ".join(f"{key} ≤ {value}" for key, value in self.calculator_maxima.items())
+        group = f"prompts_per_step × samples_per_prompt ≤ {self.max_rollouts}"
         return {
+            **dict.fromkeys(GROUP_PATHS, f"Operator bound: {group} ({MAX_ROLLOUTS})"),
             "model.path": f"Operator bound: '{BUNDLED_MODEL}' or a directory under {models}.",
             "model.tokenizer_path": f"Operator bound: a directory under {models}.",
             "tools": f"Operator bounds on python's limits: {limits}, pool_size ≤ {self.max_pool_size:g}; "
@@ -280,6 +288,20 @@ class _Check:
             message = f"{ranks} ranks (processes on one worker) are above the operator's maximum of {maximum}"
             self.fail("training.deepspeed.ranks", f"{message} ({MAX_RANKS})")
 
+    def rollouts(self) -> None:
+        """The trajectories of a step, on both fields that multiply to it (either may be the one to lower)."""
+        prompts, samples = (_get(self.config, path) for path in GROUP_PATHS)
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in (prompts, samples)):
+            return  # a malformed value is the config validation's error
+        maximum = self.bounds.max_rollouts
+        if prompts * samples > maximum:
+            message = (
+                f"{prompts} prompts × {samples} samples = {prompts * samples} rollouts a step are above the "
+                f"operator's maximum of {maximum} ({MAX_ROLLOUTS})"
+            )
+            for path in GROUP_PATHS:
+                self.fail(path, message)
+
     def pool_size(self, value: Any, path: str) -> None:
         if value is None:
             return
@@ -303,6 +325,7 @@ def run_config_bound(
         if real is not None:
             _set(check.config, path, real)
     check.ranks()
+    check.rollouts()
     check.rollout_device()
     tools = check.config.get("tools")
     for index, tool in enumerate(tools if isinstance(tools, list) else []):
