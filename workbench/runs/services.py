@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -69,6 +69,109 @@ def run_config_check_bounds(team, snapshot: dict[str, Any]) -> None:
         raise ValidationError(exc.errors) from None
 
 
+def _without(config: dict[str, Any], path: str) -> bool:
+    """Drop the value at a dotted `path` (or the list holding it), so that it takes its default; False
+    when the config has no such key."""
+    *parents, leaf = path.split(".")
+    node: Any = config
+    for part in parents:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        if not isinstance(node[part], dict):
+            leaf = part
+            break
+        node = node[part]
+    if not isinstance(node, dict) or leaf not in node:
+        return False
+    del node[leaf]
+    return True
+
+
+def run_config_normalise(config: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
+    """(The normalised snapshot, the trainers validation's errors by config path.) An invalid value takes
+    its default in the snapshot, so that the later checks still see the rest of the config; the snapshot
+    is None when the config cannot be repaired that way (an error of the whole config)."""
+    try:
+        return run_config_validate(config), {}
+    except ValidationError as exc:
+        errors = exc.message_dict
+    repaired = copy.deepcopy(config)
+    if not all(_without(repaired, path) for path in errors):
+        return None, errors
+    try:
+        return run_config_validate(repaired), errors
+    except ValidationError:
+        return None, errors
+
+
+class _Errors(dict[str, list[str]]):
+    """Errors by field, gathered from checks that raise ValidationError, so that one pass finds all."""
+
+    def collect(self, check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """The check's result; None when it raised, its errors kept."""
+        try:
+            return check(*args, **kwargs)
+        except ValidationError as exc:
+            self.add(exc.message_dict)
+            return None
+
+    def add(self, errors: dict[str, list[str]]) -> None:
+        for path, messages in errors.items():
+            self.setdefault(path, []).extend(messages)
+
+
+def _check_queue(queue: str) -> None:
+    if queue not in QUEUE_NAMES:
+        raise ValidationError({"queue": [f"Unknown queue {queue!r}; one of {', '.join(QUEUE_NAMES)}."]})
+
+
+def run_create_check(
+    *,
+    team,
+    config: dict[str, Any],
+    queue: str,
+    dataset_version=None,
+    prompt_version=None,
+    reward_version=None,
+    tool_versions: Sequence = (),
+    sft_dataset_version=None,
+    launch: bool = True,
+) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
+    """(The snapshot run_create would store, every reason it would refuse the run by field.) One pass:
+    the queue, the trainers validation, the operator's bounds, what the pins must provide and (to
+    launch) the live workers are all checked, each on what the others left valid."""
+    errors = _Errors()
+    errors.collect(_check_queue, queue)
+    errors.collect(
+        _check_pins,
+        team,
+        [dataset_version, sft_dataset_version, prompt_version, reward_version, *tool_versions],
+    )
+    composed = run_config_compose(
+        base=config,
+        dataset_version=dataset_version,
+        prompt_version=prompt_version,
+        reward_version=reward_version,
+        tool_versions=tool_versions,
+        sft_dataset_version=sft_dataset_version,
+    )
+    snapshot, invalid = run_config_normalise(composed)
+    errors.add(invalid)
+    errors.collect(run_config_check_bounds, team, snapshot or composed)
+    if snapshot is None:
+        return None, dict(errors)
+    typed = validate_config(snapshot)
+    errors.add(
+        run_requirements_errors(
+            typed, dataset_version=dataset_version, sft_dataset_version=sft_dataset_version
+        )
+    )  # what the worker would refuse a moment after it starts
+    if launch and queue in QUEUE_NAMES:
+        errors.collect(run_gpus_check, gpus=typed.resources.gpus, queue=queue)
+        errors.collect(run_ranks_check, config=snapshot, queue=queue)
+    return snapshot, dict(errors)
+
+
 def _check_pins(team, pins: Iterable) -> None:
     """Defence in depth behind the scoped form: every pinned version must be this team's."""
     for version in pins:
@@ -99,31 +202,22 @@ def run_create(
     cloned_from: Run | None = None,
     launch: bool = True,
 ) -> Run:
-    """Validate the composed config within the operator's bounds, store it as the run's immutable snapshot
-    and (by default) launch it."""
+    """Validate the composed config within the operator's bounds (every refusal at once, by field), store
+    it as the run's immutable snapshot and (by default) launch it."""
     require_role(user=user, team=team, min_role=Role.MEMBER)
-    if queue not in QUEUE_NAMES:
-        raise ValidationError({"queue": [f"Unknown queue {queue!r}; one of {', '.join(QUEUE_NAMES)}."]})
-    _check_pins(team, [dataset_version, sft_dataset_version, prompt_version, reward_version, *tool_versions])
-    composed = run_config_compose(
-        base=config,
+    snapshot, errors = run_create_check(
+        team=team,
+        config=config,
+        queue=queue,
         dataset_version=dataset_version,
         prompt_version=prompt_version,
         reward_version=reward_version,
         tool_versions=tool_versions,
         sft_dataset_version=sft_dataset_version,
+        launch=launch,
     )
-    snapshot = run_config_validate(composed)
-    run_config_check_bounds(team, snapshot)
-    typed = validate_config(snapshot)
-    missing = run_requirements_errors(
-        typed, dataset_version=dataset_version, sft_dataset_version=sft_dataset_version
-    )
-    if missing:  # what the worker would refuse a moment after it starts
-        raise ValidationError(missing)
-    if launch:
-        run_gpus_check(gpus=typed.resources.gpus, queue=queue)
-        run_ranks_check(config=snapshot, queue=queue)
+    if errors:
+        raise ValidationError(errors)
     run = Run(
         team=team,
         created_by=user,

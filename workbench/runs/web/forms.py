@@ -192,25 +192,32 @@ class RunForm(TeamScopedFormMixin, forms.Form):
         config = unflatten(self.current_values())
         return config_to_yaml({"name": name, **config} if name else config)
 
-    def config(self) -> dict[str, Any]:
-        return unflatten({path: self.cleaned_data.get(path) for path in self.config_fields})
+    def checked_kwargs(self) -> dict[str, Any]:
+        """The queue, config and pins run_create checks, from the fields the form's own checks passed: a
+        field they refused is left out (its default stands in), so one submit finds every error."""
+        data = self.cleaned_data
+        config = unflatten({path: data[path] for path in self.config_fields if path in data})
+        pins = {pin: data[pin] for pin in self.PINS if pin in data}
+        return {"queue": data.get("queue", ""), "config": config, **pins}
 
     def service_kwargs(self) -> dict[str, Any]:
         data = self.cleaned_data
         return {
             "name": data["name"],
-            "queue": data["queue"],
             "notes": data["notes"],
             "tags": data["tags"].split(","),
-            "config": self.config(),
-            **{pin: data[pin] for pin in self.PINS},
+            **self.checked_kwargs(),
         }
 
     def add_service_errors(self, errors: dict[str, list[str]]) -> None:
-        """Put each error from validation of the config on the field of its key path (or its pin)."""
+        """Put each error from validation of the config on the field of its key path (or its pin); a field
+        the form's own checks refused keeps just their error (the service checked its default)."""
+        refused = set(self.errors)
         for path, messages in errors.items():
             own = path in self.IDENTITY or path in self.PINS
             target = path if own else field_for_error(path, set(self.config_fields))
+            if target in refused:
+                continue
             for message in messages:
                 self.add_error(target, f"{path}: {message}" if target and target != path else message)
 

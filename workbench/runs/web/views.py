@@ -65,14 +65,9 @@ def run_create(request):
     config, initial, source = _initial_config(request)
     form = RunForm(request.POST or None, user=request.user, team=request.team, config=config, initial=initial)
     # "Apply YAML" only fills the form from the pasted config; Launch (with or without YAML) launches
-    if request.method == "POST" and form.is_valid() and not form.applies_yaml:
-        try:
-            run = services.run_create(
-                team=request.team, user=request.user, cloned_from=source, **form.service_kwargs()
-            )
-        except ValidationError as exc:
-            form.add_service_errors(exc.message_dict)
-        else:
+    if request.method == "POST" and not form.applies_yaml:
+        run = _launch(request, form, source)
+        if run is not None:
             return redirect(run)
     context = {
         "form": form,
@@ -82,6 +77,22 @@ def run_create(request):
         "query": request.GET.urlencode(),
     }
     return render(request, "runs/form.html", context, status=400 if form.errors else 200)
+
+
+def _launch(request, form: RunForm, source):
+    """The run the form creates; None with every error on the form: those of its own checks and, for the
+    fields they passed, run_create's (one submit shows all). A pasted YAML that failed is its only error."""
+    if not form.is_valid():
+        if not form.yaml_errors:
+            form.add_service_errors(services.run_create_check(team=request.team, **form.checked_kwargs())[1])
+        return None
+    try:
+        return services.run_create(
+            team=request.team, user=request.user, cloned_from=source, **form.service_kwargs()
+        )
+    except ValidationError as exc:
+        form.add_service_errors(exc.message_dict)
+        return None
 
 
 def run_detail(request, pk: int):
