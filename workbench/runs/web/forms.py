@@ -155,13 +155,15 @@ class RunForm(TeamScopedFormMixin, forms.Form):
         return [self[name] for name in self.PINS]
 
     def current_values(self) -> dict[str, Any]:
-        """Each config field's value: as posted where it is valid, else as the form started."""
+        """Each config field's value: as posted where it is valid (a blank is None, as in the config it
+        launches), else as the form started."""
         if not self.is_bound:
             return {path: self.initial.get(path) for path in self.config_fields}
         values = {}
         for path, field in self.config_fields.items():
             try:
-                values[path] = field.clean(self[path].data)
+                value = field.clean(self[path].data)
+                values[path] = None if value == "" else value
             except ValidationError:
                 values[path] = self.initial.get(path)
         return values
