@@ -6,6 +6,7 @@ app_name = "runs"
 urlpatterns = [
     path("", views.run_list, name="list"),
     path("new/", views.run_create, name="create"),
+    path("new/config.yaml", views.run_config_yaml, name="config_yaml"),
     path("compare/", views.run_compare, name="compare"),
     path("compare/series/", api.compare_series, name="compare_series"),
     path("<int:pk>/", views.run_detail, name="detail"),

@@ -1,6 +1,7 @@
 """The new-run form in chromium: it opens short (every config section collapsed) and an error in a
 collapsed section comes back with that section open."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,18 @@ def test_the_config_yaml_copies_out_and_downloads_as_run_yaml(page, login, membe
         page.get_by_role("button", name="Download run.yaml").click()
     assert download.value.suggested_filename == "run.yaml"
     assert Path(download.value.path()).read_text(encoding="utf-8") == shown
+
+
+def test_the_config_yaml_follows_the_fields_as_they_change(page, login, member):
+    login(member)
+    page.goto("/runs/new/?preset=toolrl")
+    page.locator("#section-yaml > summary").click()
+    shown = page.locator("#config-yaml-out")
+    expect(shown).to_have_value(re.compile(r"\n  steps: 150\n"))
+    page.locator("[name='training.steps']").fill("123")
+    page.locator("[name='training.steps']").press("Tab")  # a change
+    expect(shown).to_have_value(re.compile(r"\n  steps: 123\n"))
+    page.locator("#section-algorithm > summary").click()
+    page.locator("[name='algorithm.estimator']").select_option("rloo")
+    expect(shown).to_have_value(re.compile(r"\n  estimator: rloo\n"))
+    assert "name: toolrl" in shown.input_value()  # the preset's values stand for the rest

@@ -195,3 +195,16 @@ def test_a_stored_flat_config_fills_the_form_and_launches(
         response = client_for(member).post(URL, form_post(stored, name="flat", dataset_version=prompts.pk))
     assert response.status_code == 302, response.context["form"].errors
     assert Run.objects.get().config["algorithm"]["gamma"] == 0.99
+
+
+def test_the_yaml_preview_follows_the_posted_fields(client_for, member, viewer):
+    """What htmx posts as a field changes: the preview of those values; an invalid one shows the value of
+    the preset the form started from."""
+    data = form_post(preset_config("toolrl").model_dump(mode="json"), name="toolrl")
+    data["rollout.samples_per_prompt"], data["training.steps"] = 3, "x"
+    response = client_for(member).post(reverse("runs:config_yaml") + "?preset=toolrl", data)
+    body = response.content.decode()
+    assert response.status_code == 200 and body.startswith('<textarea id="config-yaml-out"')
+    shown = yaml.safe_load(response.context["form"].config_yaml_out())
+    assert (shown["rollout"]["samples_per_prompt"], shown["training"]["steps"]) == (3, 150)
+    assert client_for(viewer).post(reverse("runs:config_yaml"), data).status_code == 403
