@@ -65,3 +65,64 @@ def test_the_config_yaml_follows_the_fields_as_they_change(page, login, member):
     page.locator("[name='algorithm.estimator']").select_option("rloo")
     expect(shown).to_have_value(re.compile(r"\n  estimator: rloo\n"))
     assert "name: toolrl" in shown.input_value()  # the preset's values stand for the rest
+
+
+def test_deepspeed_fields_show_only_with_the_deepspeed_engine_and_their_labels_do_not_overlap(
+    page, login, member
+):
+    login(member)
+    page.goto("/runs/new/?preset=toolrl")
+    page.locator("#section-training > summary").click()
+    deepspeed = page.locator(".field[data-path^='training.deepspeed.']")
+    assert deepspeed.count() >= 5
+    expect(page.locator("[name='training.engine']")).to_have_value("local")
+    for index in range(deepspeed.count()):
+        expect(deepspeed.nth(index)).to_be_hidden()
+    page.locator("[name='training.engine']").select_option("deepspeed")
+    for index in range(deepspeed.count()):
+        expect(deepspeed.nth(index)).to_be_visible()
+    texts = page.locator("#section-training .field > label").evaluate_all(TEXT_AND_FIELD_BOXES)
+    for text, field in texts:  # each label's text within its own field, none over another's
+        assert field["x"] <= text["x"] and text["x"] + text["width"] <= field["x"] + field["width"] + 0.5
+    for i, (a, _) in enumerate(texts):
+        assert not any(overlap(a, b) for b, _ in texts[i + 1 :]), a
+    page.locator("[name='training.engine']").select_option("local")
+    expect(page.locator("[name='training.deepspeed.ranks']")).to_be_hidden()
+
+
+def test_a_long_reward_name_stays_inside_its_fieldset(page, login, member, team):
+    from workbench.rewards.services import reward_definition_create
+
+    name = "a reward with a long descriptive name " * 2 + "(correctness and format)"
+    components = [{"name": "correctness", "weight": 1.0}]
+    reward_definition_create(team=team, user=member, name=name[:100], components=components)
+    login(member)
+    page.goto("/runs/new/")
+    select, fieldset = box(page.locator("[name='reward_version']")), box(page.locator("#section-lead"))
+    assert fieldset["x"] <= select["x"] and select["x"] + select["width"] <= fieldset["x"] + fieldset["width"]
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways scroll
+
+
+# [the box of a label's text, the box of its field] for each label: a label's own box keeps to its column
+# while its text may run past it
+TEXT_AND_FIELD_BOXES = """labels => labels.map(label => {
+  const range = document.createRange();
+  range.selectNodeContents(label);
+  const rect = (r) => ({x: r.left, y: r.top, width: r.width, height: r.height});
+  return [rect(range.getBoundingClientRect()), rect(label.closest(".field").getBoundingClientRect())];
+})"""
+
+
+def box(locator) -> dict:
+    found = locator.bounding_box()
+    assert found is not None, f"{locator} is not laid out"
+    return found
+
+
+def overlap(a: dict, b: dict) -> bool:
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    )
