@@ -105,19 +105,23 @@ def run_config_normalise(config: dict[str, Any]) -> tuple[dict[str, Any] | None,
 
 
 class _Errors(dict[str, list[str]]):
-    """Errors by field, gathered from checks that raise ValidationError, so that one pass finds all."""
+    """Errors by field, gathered from checks that raise ValidationError, so that one pass finds all. The
+    later checks saw a default in place of each value in `defaulted`: they add nothing at its path."""
 
-    def collect(self, check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """The check's result; None when it raised, its errors kept."""
+    def __init__(self) -> None:
+        super().__init__()
+        self.defaulted: set[str] = set()
+
+    def collect(self, check: Callable[..., None], *args: Any, **kwargs: Any) -> None:
         try:
-            return check(*args, **kwargs)
+            check(*args, **kwargs)
         except ValidationError as exc:
             self.add(exc.message_dict)
-            return None
 
     def add(self, errors: dict[str, list[str]]) -> None:
         for path, messages in errors.items():
-            self.setdefault(path, []).extend(messages)
+            if path not in self.defaulted:
+                self.setdefault(path, []).extend(messages)
 
 
 def _check_queue(queue: str) -> None:
@@ -157,6 +161,7 @@ def run_create_check(
     )
     snapshot, invalid = run_config_normalise(composed)
     errors.add(invalid)
+    errors.defaulted = set(invalid)
     errors.collect(run_config_check_bounds, team, snapshot or composed)
     if snapshot is None:
         return None, dict(errors)

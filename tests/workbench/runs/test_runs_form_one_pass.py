@@ -76,3 +76,15 @@ def test_summaries_after_a_failed_submit_name_only_real_changes(client_for, memb
     summaries = {s.name: s.summary for s in response.context["form"].sections()}
     assert summaries.pop("algorithm") == "eps=0"
     assert {name: text for name, text in summaries.items() if text} == {}
+
+
+def test_a_refused_value_is_not_refused_again_for_the_default_that_stood_in(team, member):
+    """prompts_per_step 0 is invalid; the bound is then checked with its default (8 x 100000) and names
+    samples_per_prompt, but not prompts_per_step a second time."""
+    config = {"rollout": {"prompts_per_step": 0, "samples_per_prompt": 100_000}}
+    with pytest.raises(ValidationError) as caught:
+        run_create(team=team, user=member, name="r", config=config, queue="cpu", launch=False)
+    errors = caught.value.message_dict
+    [invalid] = errors["rollout.prompts_per_step"]
+    assert "greater than or equal" in invalid
+    assert "WORKBENCH_MAX_ROLLOUTS_PER_STEP" in errors["rollout.samples_per_prompt"][0]
