@@ -18,7 +18,7 @@ from workbench.accounts.models import Role
 
 from .. import selectors, services
 from ..execution.placement import run_gpu_wait_note, run_gpus_asked
-from ..models import RunStatus
+from ..models import Run, RunStatus
 from ..telemetry.series import series_keys, series_keys_union
 from ..trajectories.filters import TrajectoryFilterForm
 from .compare import compare_summary, config_diff, run_ids_param
@@ -79,7 +79,7 @@ def run_create(request):
     return render(request, "runs/form.html", context, status=400 if form.errors else 200)
 
 
-def _launch(request, form: RunForm, source):
+def _launch(request, form: RunForm, source: Run | None) -> Run | None:
     """The run the form creates; None with every error on the form: those of its own checks and, for the
     fields they passed, run_create's (one submit shows all). A pasted YAML that failed is its only error."""
     if not form.is_valid():
