@@ -366,6 +366,33 @@ def test_inspector_shades_tokens_by_their_stored_entropy(client_for, member, run
     assert 'href="?shade=entropy">by entropy</a>' in by_prob
 
 
+def test_inspector_shades_every_assistant_turn_including_the_tool_calling_one(
+    client_for, member, run, make_trajectory, tmp_path
+):
+    """The rollout engine keeps a call's results on the assistant turn that made it; that turn's sampled
+    tokens are shaded like the last turn's, not hidden behind "as the model saw it"."""
+    from trainers.models.tiny import build_tokenizer
+
+    tokenizer = build_tokenizer(["<tool_call>calc</tool_call>", "The answer is 4."] * 50, vocab_size=300)
+    tokenizer.save_pretrained(tmp_path)
+    run.config = {**run.config, "model": {**run.config["model"], "path": str(tmp_path)}}
+    run.save()
+    traj = make_trajectory("g0", 0)
+    calling, tool, last = traj.turns[1], traj.turns[2], traj.turns[3]
+    calling.tool_results, tool.tool_results = tool.tool_results, []  # where the engine puts them
+    for turn, logprob in ((calling, -0.1), (last, -2.0)):
+        turn.token_ids = tokenizer.encode(turn.text, add_special_tokens=False)
+        turn.loss_mask, turn.logprobs = [1] * len(turn.token_ids), [logprob] * len(turn.token_ids)
+    trajectories_ingest(run_id=run.pk, batches={1: [traj]})
+    url = reverse("runs:trajectory", args=[run.pk, run.trajectories.get().pk])
+    body = client_for(member).get(url + "?shade=logprob").content.decode()
+    shaded = body.split('<pre class="text tokens by-logprob">')[1:]
+    assert len(shaded) == 2  # both assistant turns, in order
+    assert shaded[0].split("</pre>")[0].count('title="logprob -0.100"') == len(calling.token_ids)
+    assert shaded[1].split("</pre>")[0].count('title="logprob -2.000"') == len(last.token_ids)
+    assert "response from</span> <code>calculator</code>" in body  # the call's result is still shown
+
+
 def test_inspector_says_when_a_trajectory_has_no_entropies(
     client_for, member, run, make_trajectory, tmp_path
 ):
