@@ -209,9 +209,7 @@ def run_compare(request):
         "run_ids": ",".join(str(run.pk) for run in runs),
         "group": request.GET.get("group", ""),
         "choices": selectors.run_list(user=request.user, team=request.team)[:COMPARE_CHOICES],
-        "same_prompt": selectors.trajectories_same_prompt(runs=runs, group_id=request.GET["group"])
-        if request.GET.get("group")
-        else [],
+        "same_prompt": selectors.trajectories_same_prompt(runs=runs, row=request.GET.get("group", "")),
     }
     return render(request, "runs/compare.html", context)
 
