@@ -38,7 +38,7 @@ def data_version(run: Run, *parts: object) -> str:
 def status_version(run: Run) -> str:
     """The version of the status strip (runs/_status.html): the lifecycle fields it shows, and the
     streamed data for its SFT progress."""
-    lifecycle = (run.status, run.cancel_requested, run.attempts, run.worker, run.last_step)
+    lifecycle = (run.status, run.cancel_requested, run.attempts, run.worker, run.last_step, run.phase)
     times = (run.started_at, run.heartbeat_at, run.finished_at)
     return data_version(run, "status", lifecycle, run.last_checkpoint_step, times, run.error, run.log_tail)
 
