@@ -19,7 +19,7 @@ from workbench.accounts.models import Role
 from .. import selectors, services
 from ..execution.placement import run_gpu_wait_note, run_gpus_asked
 from ..models import RunStatus
-from ..telemetry.series import series_keys, series_keys_union
+from ..telemetry.series import series_keys, series_keys_union, sft_progress_by_run
 from ..trajectories.filters import TrajectoryFilterForm
 from .compare import compare_summary, config_diff, run_ids_param
 from .forms import RunForm, RunMetaForm, preset_choices
@@ -37,8 +37,10 @@ def run_list(request):
         tag=request.GET.get("tag", ""),
         search=request.GET.get("q", ""),
     )
+    page = Paginator(runs, 50).get_page(request.GET.get("page"))
     context = {
-        "page": Paginator(runs, 50).get_page(request.GET.get("page")),
+        "page": page,
+        "sft": sft_progress_by_run(run_ids=[run.pk for run in page.object_list if run.last_step is None]),
         "statuses": RunStatus.values,
         "presets": preset_choices(),
         "can_write": role_at_least(request.team_role, Role.MEMBER),
