@@ -13,7 +13,12 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from trainers.workbench_api import PRESETS, RunConfig, preset_config
-from workbench.accounts.access import role_at_least, role_for_team_id, team_role_required
+from workbench.accounts.access import (
+    request_role_for_team_id,
+    role_at_least,
+    role_for_team_id,
+    team_role_required,
+)
 from workbench.accounts.models import Role
 
 from .. import selectors, services
@@ -113,11 +118,19 @@ def run_detail(request, pk: int):
 
 
 def run_status(request, pk: int):
-    """The status strip, polled by htmx while the run is live (it stops polling once finished): 304 while
-    it would show the same, else rendered once per change for every viewer."""
+    """The status strip, polled by htmx while the run is live (it stops polling once finished), with the
+    alerts and checkpoints swapped in out of band: 304 while it would show the same, else rendered once
+    per change for every viewer of the same role."""
     run = selectors.run_get(user=request.user, pk=pk)
-    render_strip = partial(render_to_string, "runs/_status.html", {"run": run})
-    return shared_response(request, status_version(run), render_strip, "text/html; charset=utf-8")
+    can_write = role_at_least(request_role_for_team_id(request, run.team_id), Role.MEMBER)
+    context = {
+        "run": run,
+        "alerts": run.alerts.all(),
+        "checkpoints": run.checkpoints.all(),
+        "can_write": can_write,  # checkpoints offer Evaluate to members
+    }
+    render_poll = partial(render_to_string, "runs/_status_poll.html", context)
+    return shared_response(request, status_version(run, can_write), render_poll, "text/html; charset=utf-8")
 
 
 @require_POST
