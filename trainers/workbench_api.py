@@ -12,6 +12,8 @@ Training
     run_config(config, *, sink, should_stop, resume_from): train a config the one way the command line
     and the demos also use (SFT when configured, then RL); returns a RunResult.
     Sink: the interface a run's metrics, trajectories, evaluations, checkpoints and alerts go to.
+    Phase: what a run reports it is doing between steps (`Sink.log_phase`: loading, sft, starting_rl,
+    evaluating, saving, training).
     Trajectory: the record of one rollout, as sinks receive it.
 Distributed rollouts
     RolloutJob, JobResult, JobFailed: a chunk of a step's rollouts and its result, as JSON-able data.
@@ -81,7 +83,7 @@ from trainers.training.eval_run import EvalConfig, eval_config_from_run, evaluat
 from trainers.training.eval_run import finite as eval_metrics_finite
 from trainers.training.eval_schedule import evaluation_due
 from trainers.training.run import RunResult, run_config
-from trainers.training.sinks import Sink
+from trainers.training.sinks import Phase, Sink
 from trainers.trajectory import Trajectory
 
 
@@ -96,6 +98,7 @@ __all__ = [
     "DEMO_COLLAPSE_RUN",
     "DEMO_LEARNING_RUN",
     "PRESETS",
+    "Phase",
     "REWARDS",
     "TEMPLATES",
     "TOOLS",

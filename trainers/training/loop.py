@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +35,7 @@ from trainers.training.eval_schedule import evaluation_due
 from trainers.training.evaluate import Evaluator
 from trainers.training.mismatch import mismatch_metrics, sampler_logprobs
 from trainers.training.policy import PolicyOutput, ValueHead, collate, forward_policy
-from trainers.training.sinks import Sink
+from trainers.training.sinks import Phase, Sink
 from trainers.training.update import UpdateInputs, UpdateSettings
 from trainers.trajectory import Trajectory
 
@@ -99,6 +100,7 @@ class Trainer:
         self.evaluator, self.reference, self.value_head = evaluator, reference, value_head
         self.detector, self.should_stop = detector, should_stop
         self.step = 0
+        self.phase: Phase | None = None  # what the sink was last told the run is doing
         self.best: dict[str, float] = {}
         self._checkpointed = -1
         # group id -> its row and rollout seed, so ReMax's greedy rollout plays the group's level
@@ -110,6 +112,7 @@ class Trainer:
         start, stopped = time.perf_counter(), False
         if self.settings.eval_at_start and self.step == 0:
             self.evaluate()
+        self.enter(Phase.TRAINING)
         while self.step < self.settings.steps:
             # every rank stops at the same step (a data-parallel group's ranks may see the request apart)
             if any_rank(self.should_stop is not None and self.should_stop()):
@@ -127,6 +130,19 @@ class Trainer:
             self.evaluate()
         self.sink.close()
         return TrainResult(self.step, stopped, dict(self.best), time.perf_counter() - start)
+
+    def enter(self, phase: Phase) -> None:
+        """Tell the sink what the run does from now on (once per change)."""
+        if phase != self.phase:
+            self.phase = phase
+            self.sink.log_phase(phase)
+
+    @contextmanager
+    def during(self, phase: Phase) -> Iterator[None]:
+        """`phase` (evaluating, saving) for the block, then back to training."""
+        self.enter(phase)
+        yield
+        self.enter(Phase.TRAINING)
 
     def after_step(self, metrics: dict[str, float]) -> bool:
         """Log, detect collapse, evaluate and checkpoint on schedule; True when the run must stop."""
@@ -335,13 +351,14 @@ class Trainer:
     # --- evaluation and checkpoints --------------------------------------------------------------
     def evaluate(self) -> dict[str, float]:
         assert self.evaluator is not None
-        with self.training_engine.full_weights(), self.evaluator.rollouts.generating():
-            results = self.evaluator.run(seed=self.settings.seed + self.step)
-        self.sink.log_eval(self.step, results)
-        key = self.settings.keep_best
-        if key is not None and key in results and results[key] > self.best.get(key, float("-inf")):
-            self.best = {"step": float(self.step), key: results[key]}
-            self.save(self.run_dir / "checkpoints" / "best")
+        with self.during(Phase.EVALUATING):
+            with self.training_engine.full_weights(), self.evaluator.rollouts.generating():
+                results = self.evaluator.run(seed=self.settings.seed + self.step)
+            self.sink.log_eval(self.step, results)
+            key = self.settings.keep_best
+            if key is not None and key in results and results[key] > self.best.get(key, float("-inf")):
+                self.best = {"step": float(self.step), key: results[key]}
+                self.save(self.run_dir / "checkpoints" / "best")
         return results
 
     def extra_state(self) -> dict[str, Any]:
@@ -360,9 +377,10 @@ class Trainer:
         )
 
     def checkpoint(self) -> Path:
-        path = self.save(checkpoint_dir(self.run_dir, self.step))
-        self._checkpointed = self.step
-        self.sink.log_checkpoint(self.step, path)
+        with self.during(Phase.SAVING):
+            path = self.save(checkpoint_dir(self.run_dir, self.step))
+            self._checkpointed = self.step
+            self.sink.log_checkpoint(self.step, path)
         if self.training_engine.is_logger:
             self.prune_checkpoints()
         return path

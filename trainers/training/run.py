@@ -73,17 +73,20 @@ def run_config(
     `model` and `tokenizer` are passed (a demo that trained them itself). The SFT stage runs when the
     config has one and the run starts fresh: a checkpoint (`resume_from`) already holds its weights.
     `should_stop` is polled between steps (SFT steps too); the loop then writes a checkpoint and returns
-    `stopped`. The SFT stage streams its progress to the same sink (`log_sft`). `dispatcher`: the rollout
-    workers a `rollout.backend: remote` config sends its rollouts to (the workbench's rollout queue).
+    `stopped`. The SFT stage streams its progress to the same sink (`log_sft`), and `log_phase` tells it
+    what runs between steps (loading, SFT, starting RL, evaluating, saving, training). `dispatcher`: the
+    rollout workers a `rollout.backend: remote` config sends its rollouts to (the workbench's rollout queue).
     """
     from trainers.training.build import build_trainer, load_config_policy
     from trainers.training.engines.collectives import group_should_stop
     from trainers.training.engines.launch import rank_zero_first
     from trainers.training.sft import sft_stage
-    from trainers.training.sinks import NullSink, RunDirSink
+    from trainers.training.sinks import NullSink, Phase, RunDirSink
 
     run_dir = Path(config.output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    if sink is not None:
+        sink.log_phase(Phase.LOADING)
     with rank_zero_first(config):  # the DeepSpeed engine joins its group; rank 0 builds the tiny model
         if model is None:
             model, tokenizer = load_config_policy(config)
@@ -95,7 +98,9 @@ def run_config(
     sft = None
     if config.sft is not None and resume_from is None:
         # every rank ends SFT after the same step, so none waits in the loop's first collective
+        sink.log_phase(Phase.SFT)
         sft = sft_stage(config, model, tokenizer, sink=sink, should_stop=group_should_stop(should_stop))
+    sink.log_phase(Phase.STARTING_RL)
     trainer = build_trainer(
         config, model=model, tokenizer=tokenizer, sink=sink, should_stop=should_stop, dispatcher=dispatcher
     )

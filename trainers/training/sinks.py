@@ -10,14 +10,30 @@ import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from trainers.trajectory import Trajectory
 
 
+class Phase(StrEnum):
+    """What a run is doing between the records it logs (`Sink.log_phase`): a dashboard names it while no
+    new step arrives (loading, SFT done but RL not started yet, an evaluation, a checkpoint upload)."""
+
+    LOADING = "loading"  # loading the policy and its tokenizer
+    SFT = "sft"  # the SFT warm start (its steps arrive as log_sft)
+    STARTING_RL = "starting_rl"  # building the trainer (reference model, sampler), resuming a checkpoint
+    EVALUATING = "evaluating"  # evaluating the policy
+    SAVING = "saving"  # saving a checkpoint (and the sink's copy of it)
+    TRAINING = "training"  # RL steps: rollouts and updates
+
+
 class Sink(ABC):
     """Receives metrics, trajectories, evaluations, checkpoints and alerts as the run produces them."""
+
+    def log_phase(self, phase: Phase) -> None:  # noqa: B027 (optional: a sink may ignore phases)
+        """The run has entered `phase`; it stays there until the next call."""
 
     @abstractmethod
     def log_metrics(self, step: int, metrics: dict[str, float]) -> None: ...
@@ -185,6 +201,10 @@ class MultiSink(Sink):
     def log_sft(self, step: int, metrics: dict[str, float]) -> None:
         for sink in self.sinks:
             sink.log_sft(step, metrics)
+
+    def log_phase(self, phase: Phase) -> None:
+        for sink in self.sinks:
+            sink.log_phase(phase)
 
     def close(self) -> None:
         for sink in self.sinks:

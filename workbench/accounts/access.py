@@ -68,6 +68,13 @@ def role_for_team_id(user, team_id: int) -> str | None:
     return Membership.objects.filter(user_id=user.pk, team_id=team_id).values_list("role", flat=True).first()
 
 
+def request_role_for_team_id(request, team_id: int) -> str | None:
+    """The request's user's role in a team; no query when it is the current team (the middleware read it)."""
+    if request.team is not None and request.team.pk == team_id:
+        return request.team_role
+    return role_for_team_id(request.user, team_id)
+
+
 def require_role(*, user, team: Team | int, min_role: str) -> str:
     """The user's role in team; PermissionDenied (403) when it is below min_role."""
     role = role_for_team_id(user, team if isinstance(team, int) else team.pk)

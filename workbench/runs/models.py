@@ -86,6 +86,9 @@ class Run(models.Model):
     log_tail = models.TextField(blank=True)
     last_step = models.IntegerField(null=True, blank=True)
     last_checkpoint_step = models.IntegerField(null=True, blank=True)
+    # What the attempt reports it is doing between steps (trainers' Phase: loading, sft, starting_rl,
+    # evaluating, saving, training); empty until it reports one. The status strip names it.
+    phase = models.CharField(max_length=16, blank=True)
     # Bumped by every write of what the worker streams (ingest.py), in the same transaction: the pages'
     # ETags and shared caches key on it, so they never serve what was stored before it.
     data_version = models.PositiveBigIntegerField(default=0)

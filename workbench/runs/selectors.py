@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
@@ -112,23 +113,54 @@ def runs_for_compare(*, user, ids: list[int] | None = None, tag: str = "", limit
     return list(qs.filter(q).distinct().order_by("created_at")[:limit])
 
 
-def trajectories_same_prompt(*, runs: list[Run], group_id: str) -> list[tuple[Run, list[TrajectoryRecord]]]:
-    """Per run, the samples of one dataset row (group ids are row ids) at the latest step it was drawn,
-    read in one query whatever the number of runs."""
-    if not runs:
+# The RL loop names a group "<step>.<round>.<index>:<row id>" (trainers/training/loop.py, `rollout`);
+# a dataset row's id is "row<n>" unless the row brings its own (trainers/training/data.py).
+GROUP_PREFIX = re.compile(r"^\d+\.\d+\.\d+:")
+
+
+def dataset_row_ids(entry: str) -> list[str]:
+    """The row ids a reader may mean: `row102`, `102` (the row numbered 102), or a whole group id."""
+    row = GROUP_PREFIX.sub("", entry.strip())
+    return [row, f"row{row}"] if row.isdigit() else [row]
+
+
+def _of_rows(row_ids: list[str]) -> Q:
+    """Groups of any of these rows, drawn at any step (or named by the bare row id)."""
+    q = Q()
+    for row in row_ids:
+        q |= Q(group_id=row) | Q(group_id__endswith=f":{row}")
+    return q
+
+
+class SamePrompt(NamedTuple):
+    """One run's samples of a dataset row, from the latest group it drew the row in (none: never drawn)."""
+
+    run: Run
+    records: list[TrajectoryRecord]
+
+    @property
+    def prompt(self) -> str:
+        """The row's prompt as the run rendered it (its template, system prompt and tool specs)."""
+        turns = self.records[0].data.get("turns", []) if self.records else []
+        return next((turn.get("text", "") for turn in turns if turn.get("role") == "prompt"), "")
+
+
+def trajectories_same_prompt(*, runs: list[Run], row: str) -> list[SamePrompt]:
+    """Per run, the samples of one dataset row (`row102`, `102` or a group id naming it) in the latest
+    group that drew it, read in one query whatever the number of runs."""
+    if not runs or not row.strip():
         return []
-    latest_step = (
-        TrajectoryRecord.objects.filter(run_id=OuterRef("run_id"), group_id=group_id)
-        .order_by("-step")
-        .values("step")[:1]
-    )
+    matching = TrajectoryRecord.objects.filter(_of_rows(dataset_row_ids(row)), run_id=OuterRef("run_id"))
+    latest = matching.order_by("-step", "-group_id")
     records = TrajectoryRecord.objects.filter(
-        run__in=runs, group_id=group_id, step=Subquery(latest_step)
+        run__in=runs,
+        step=Subquery(latest.values("step")[:1]),
+        group_id=Subquery(latest.values("group_id")[:1]),
     ).order_by("run_id", "sample_index")
     by_run: dict[int, list[TrajectoryRecord]] = {run.pk: [] for run in runs}
     for record in records:
         by_run[record.run_id].append(record)
-    return [(run, by_run[run.pk]) for run in runs]
+    return [SamePrompt(run, by_run[run.pk]) for run in runs]
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import pytest
 
 from tests.trainers.sft_configs import TINY, tiny_sft_config
 from trainers.config.loader import ConfigError, validate_config
+from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.demo.catalog import expert_conversations
 from trainers.metrics import keys
 from trainers.models.loading import load_tokenizer
@@ -18,7 +19,7 @@ from trainers.tools.toolset import Toolset
 from trainers.training.build import resolve_model_path
 from trainers.training.run import run_config
 from trainers.training.sft import render_expert
-from trainers.training.sinks import MultiSink, RunDirSink, Sink, read_jsonl
+from trainers.training.sinks import MultiSink, Phase, RunDirSink, Sink, read_jsonl
 
 
 def sft_config(tmp_path: Path, **overrides) -> dict:
@@ -27,10 +28,16 @@ def sft_config(tmp_path: Path, **overrides) -> dict:
 
 
 class Order(Sink):
-    """Records which kind of record arrived, in order, and stops the run on request."""
+    """Records which kind of record arrived, in order, and stops the run on request; with `phases`, the
+    phases the run reported too."""
 
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, int]] = []
+    def __init__(self, phases: bool = False) -> None:
+        self.calls: list[tuple[str, int | str]] = []
+        self.phases = phases
+
+    def log_phase(self, phase):
+        if self.phases:
+            self.calls.append(("phase", phase))
 
     def log_sft(self, step, metrics):
         self.calls.append(("sft", step))
@@ -40,9 +47,13 @@ class Order(Sink):
 
     def log_trajectories(self, step, trajectories): ...
 
-    def log_eval(self, step, results): ...
+    def log_eval(self, step, results):
+        if self.phases:
+            self.calls.append(("eval", step))
 
-    def log_checkpoint(self, step, path): ...
+    def log_checkpoint(self, step, path):
+        if self.phases:
+            self.calls.append(("checkpoint", step))
 
     def log_alerts(self, alerts): ...
 
@@ -61,6 +72,32 @@ def test_sft_progress_streams_to_the_sink_before_rl(tmp_path):
     assert all(row[keys.SFT_LOSS] > 0 and row[keys.SFT_LR] > 0 for row in rows)
     metrics = read_jsonl(Path(config.output_dir) / "metrics.jsonl")  # the RL series stay their own
     assert [row["step"] for row in metrics] == [1, 2] and all(keys.SFT_LOSS not in row for row in metrics)
+
+
+def test_the_run_tells_its_sink_what_runs_between_steps(tmp_path):
+    """Between the records a dashboard sees (the last SFT step, the first RL step) the run says what it is
+    doing: loading, SFT, starting RL (building the trainer), evaluating, saving a checkpoint, training."""
+    train, held_out = make_splits(8, 2, seed=1)
+    config = sft_config(
+        tmp_path,
+        evaluation={"at_start": True, "greedy": False},
+        checkpoint={"every_steps": 1},
+        data={"train_path": str(write_rows(train, tmp_path / "t.jsonl")),
+              "eval_path": str(write_rows(held_out, tmp_path / "e.jsonl"))},
+    )  # fmt: skip
+    order = Order(phases=True)
+    run_config(validate_config(config), sink=order)
+    saved = lambda step: [("phase", Phase.SAVING), ("checkpoint", step), ("phase", Phase.TRAINING)]  # noqa: E731
+    assert order.calls == [
+        ("phase", Phase.LOADING),
+        ("phase", Phase.SFT),
+        *[("sft", s) for s in range(1, 7)],
+        ("phase", Phase.STARTING_RL),
+        ("phase", Phase.EVALUATING), ("eval", 0), ("phase", Phase.TRAINING),
+        ("metrics", 1), *saved(1),
+        ("metrics", 2), *saved(2),
+        ("phase", Phase.EVALUATING), ("eval", 2), ("phase", Phase.TRAINING),
+    ]  # fmt: skip
 
 
 def test_a_stop_during_sft_ends_sft_and_the_run(tmp_path):

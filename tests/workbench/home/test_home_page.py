@@ -260,3 +260,22 @@ def test_sparkline_geometry(series, expected):
     line = sparkline(series)
     assert line.points == expected and line.count == len(series) and line.last == series[-1][1]
     assert sparkline([]) is None
+
+
+def test_a_run_in_sft_shows_its_sft_progress_on_home_and_the_runs_list(client_for, member, team):
+    """No RL step yet, but SFT is under way: "SFT 30/50" (steps done of planned), not "no step yet"."""
+    in_sft = make_run(team, member, "alpha-sft", "running", worker=WORKER)
+    metrics_ingest(
+        run_id=in_sft.pk,
+        points=[(s, "sft/progress", s / 50) for s in range(1, 31)],
+        advance_step=False,
+    )
+    client = client_for(member)
+    home = item_html(client.get(reverse("home")).content.decode(), in_sft)
+    assert "SFT 30/50" in home and "no step yet" not in home
+    assert "SFT 30/50" in item_html(client.get(reverse("home_live")).content.decode(), in_sft)
+    listed = client.get(reverse("runs:list")).content.decode().split(">alpha-sft</a>")[1].split("</tr>")[0]
+    assert '<td class="step">SFT 30/50</td>' in listed
+    metrics_ingest(run_id=in_sft.pk, points=[(1, "reward/mean", 0.5)])  # RL began: its step is shown
+    listed = client.get(reverse("runs:list")).content.decode().split(">alpha-sft</a>")[1].split("</tr>")[0]
+    assert '<td class="step">1</td>' in listed

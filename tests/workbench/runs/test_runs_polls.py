@@ -66,6 +66,10 @@ def checkpoint_saved(run: Run) -> None:
     checkpoint_record(run_id=run.pk, step=1, path="/ckpt/1")
 
 
+def alert_stored(run: Run) -> None:
+    alerts_record(run_id=run.pk, alerts=[{"step": 2, "rule": "echo_trap", "message": "reward fell"}])
+
+
 def lease_renewed(run: Run) -> None:
     Run.objects.filter(pk=run.pk).update(heartbeat_at=run.started_at + timedelta(seconds=42))
 
@@ -80,6 +84,8 @@ def failed(run: Run) -> None:
         (sft_step_stored, 'data-sft-step="4"'),
         (cancel_requested, "cancelling"),
         (checkpoint_saved, "checkpoint at 1"),
+        (checkpoint_saved, '<div hx-swap-oob="innerHTML:#checkpoints-count">1</div>'),
+        (alert_stored, "step 2 · echo_trap"),
         (lease_renewed, "42 s"),
         (failed, "Error: boom"),
     ],
@@ -138,13 +144,16 @@ def test_series_is_built_once_for_every_viewer(
     assert cached.json()["series"]["reward/mean"] == {"x": [1], "y": [0.25]}
 
 
-def test_status_strip_is_rendered_once_for_every_viewer(
-    client_for, member, viewer, running, django_assert_num_queries
+def test_status_strip_is_rendered_once_for_every_viewer_of_a_role(
+    client_for, member, viewer, make_user, team, running, django_assert_num_queries
 ):
-    url, other_viewer = reverse("runs:status", args=[running.pk]), client_for(viewer)
-    first = client_for(member).get(url).content
-    with django_assert_num_queries(REQUEST_FLOOR + 1):  # no SFT progress read, no render
+    checkpoint_record(run_id=running.pk, step=1, path="/ckpt/1")
+    url, other_viewer = reverse("runs:status", args=[running.pk]), client_for(make_user("v2", team, "viewer"))
+    first = client_for(viewer).get(url).content
+    with django_assert_num_queries(REQUEST_FLOOR + 1):  # no SFT progress, alerts or checkpoints read
         assert other_viewer.get(url).content == first
+    assert b"evaluate-checkpoint" not in first  # a member's poll offers Evaluate; a viewer's does not
+    assert b"evaluate-checkpoint" in client_for(member).get(url).content
 
 
 def test_series_and_status_of_another_teams_run_answer_404_even_with_its_etag(
@@ -203,7 +212,7 @@ def test_a_viewers_read_of_a_run_is_one_query(viewer, running, django_assert_num
 @pytest.mark.parametrize(
     ("name", "revalidated", "most"),
     [
-        ("runs:status", False, REQUEST_FLOOR + 2),  # the run, its SFT progress
+        ("runs:status", False, REQUEST_FLOOR + 4),  # the run, its SFT progress, alerts, checkpoints
         ("runs:status", True, REQUEST_FLOOR + 1),  # the run: 304
         ("runs:series", False, REQUEST_FLOOR + 4),  # the run, its last step, the points, its alerts
         ("runs:series", True, REQUEST_FLOOR + 1),

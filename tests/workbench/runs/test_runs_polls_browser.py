@@ -1,14 +1,17 @@
 """In chromium: the dashboard's polls revalidate what the browser kept (htmx's status strip and fetch()'s
 chart data send If-None-Match, so an unchanged poll costs the server a 304), and the page follows a step
-stored meanwhile with one chart data request."""
+stored meanwhile with one chart data request; the alerts and checkpoints follow the run through the
+same poll."""
 
 from __future__ import annotations
+
+from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import expect
 
 from workbench.runs.models import RunStatus
-from workbench.runs.telemetry.ingest import metrics_ingest
+from workbench.runs.telemetry.ingest import alerts_record, checkpoint_record, metrics_ingest
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -45,3 +48,30 @@ def test_dashboard_polls_revalidate_and_follow_a_new_step(page, login, member, r
     # one request per step: the RL charts' data with the list of series (no new series, no second one)
     assert len(asked) == 1 and "available=1" in asked[0], asked
     assert console_log.problems == []
+
+
+def test_alerts_and_checkpoints_appear_while_the_run_streams(page, login, member, run):
+    """No reload: the strip's poll carries the Alerts card and the Checkpoints list out of band (no timer
+    of their own), and a list the reader opened stays open as checkpoints arrive."""
+    run.status = RunStatus.RUNNING
+    run.save()
+    login(member)
+    page.goto(run.get_absolute_url())
+    expect(page.locator("#alerts")).to_have_count(0)
+    expect(page.locator("#checkpoints-count")).to_have_text("0")
+    page.locator("#checkpoints > summary").click()
+    expect(page.locator("#checkpoint-list")).to_contain_text("No checkpoint saved yet.")
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(urlparse(request.url).path))
+    alert = {"step": 3, "rule": "entropy_drop", "message": "entropy fell by 70%"}
+    alerts_record(run_id=run.pk, alerts=[alert])
+    checkpoint_record(run_id=run.pk, step=3, path="/work/run/checkpoints/step_3")
+    expect(page.locator("#alerts")).to_contain_text("step 3 · entropy_drop — entropy fell by 70%")
+    listed = page.locator("#checkpoint-list li")
+    expect(listed).to_have_text(["step 3: /work/run/checkpoints/step_3 Evaluate"])
+    expect(page.locator("#checkpoints-count")).to_have_text("1")
+    checkpoint_record(run_id=run.pk, step=6, path="/work/run/checkpoints/step_6")
+    expect(page.locator("#checkpoints-count")).to_have_text("2")
+    expect(page.locator("#checkpoint-list .evaluate-checkpoint")).to_have_count(2)
+    expect(page.locator("#checkpoints")).to_have_attribute("open", "")  # as the reader left it
+    assert {path for path in asked if "/series/" not in path} == {f"/runs/{run.pk}/status/"}

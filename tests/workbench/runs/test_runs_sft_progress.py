@@ -121,3 +121,48 @@ def test_sft_reaches_the_database_while_it_runs(run, tmp_path):
     assert all(step - count <= 2 for step, count in enumerate(stored, start=1)), stored
     run.refresh_from_db()
     assert run.last_step == 1  # the RL step; SFT's 12 steps are their own series
+
+
+def test_the_strip_says_what_runs_between_the_last_sft_step_and_the_first_rl_step(client_for, member, run):
+    """SFT at 100% and no RL step yet: the strip names the phase the trainer reported (what it logged
+    before that is stored first), and says nothing more once RL steps arrive."""
+    from trainers.workbench_api import Phase
+    from workbench.runs.models import RunStatus
+
+    run.status = RunStatus.RUNNING
+    run.save()
+    sink = DatabaseSink(run.id, flush_points=10_000, flush_seconds=60.0)
+    for step in range(1, 51):
+        sink.log_sft(step, sft_step(step))
+    sink.log_phase(Phase.STARTING_RL)
+    client, url = client_for(member), reverse("runs:status", args=[run.pk])
+    body = client.get(url).content.decode()
+    assert "SFT 100%" in body and "starting RL: building the trainer…" in body
+    said = {}
+    for phase in (Phase.EVALUATING, Phase.TRAINING, Phase.SAVING):
+        sink.log_phase(phase)
+        said[phase] = client.get(url).content.decode().split('id="run-phase"')[1].split("</span>")[0]
+    assert "evaluating the policy" in said[Phase.EVALUATING]
+    assert "running RL step 1" in said[Phase.TRAINING] and "saving a checkpoint" in said[Phase.SAVING]
+    sink.log_phase(Phase.TRAINING)
+    sink.log_metrics(1, {"reward/mean": 0.5})
+    sink.flush()
+    body = client.get(url).content.decode()
+    assert "step 1" in body and 'id="run-phase"' not in body  # the step counter says it trains
+    run.refresh_from_db()
+    run.status = RunStatus.SUCCEEDED
+    run.save()
+    sink.log_phase(Phase.EVALUATING)  # a finished run's strip names no phase
+    assert 'id="run-phase"' not in client.get(url).content.decode()
+
+
+def test_a_new_attempt_forgets_the_phase_of_the_one_before(run):
+    from trainers.workbench_api import Phase
+    from workbench.runs.execution.worker import run_claim
+
+    DatabaseSink(run.id).log_phase(Phase.SAVING)
+    run.refresh_from_db()
+    assert run.phase == "saving"
+    claimed = run_claim(run_id=run.pk, worker="w1")
+    run.refresh_from_db()
+    assert claimed is not None and run.phase == ""

@@ -231,13 +231,41 @@ def test_cancel_from_the_page(client_for, member, run):
     assert run.status == "cancelled"
 
 
-def test_compare_shows_the_same_prompt_across_runs(client_for, member, run, team, snapshot, make_trajectory):
+@pytest.mark.parametrize("entry", ["row7", "7", " row7 ", "4.0.1:row7"])
+def test_compare_finds_a_dataset_row_in_every_run_and_shows_its_prompt_and_responses(
+    client_for, member, run, team, snapshot, make_trajectory, entry
+):
+    """The loop names groups "<step>.<round>.<index>:<row id>": a reader asks for the row (`row7`, `7`,
+    or any group id of it) and gets each run's latest group of that row, its prompt and every response."""
     other = Run.objects.create(team=team, created_by=member, name="other", config=snapshot)
-    trajectories_ingest(run_id=run.pk, batches={3: [make_trajectory("row7", 0, text="first run says 12")]})
-    trajectories_ingest(run_id=other.pk, batches={9: [make_trajectory("row7", 0, text="second run says 13")]})
-    url = reverse("runs:compare") + f"?runs={run.pk},{other.pk}&group=row7"
-    body = client_for(member).get(url).content.decode()
-    assert "first run says 12" in body and "second run says 13" in body
+    never = Run.objects.create(team=team, created_by=member, name="never", config=snapshot)
+    trajectories_ingest(
+        run_id=run.pk,
+        batches={
+            1: [make_trajectory("1.0.2:row7", 0, text="an older step")],
+            3: [make_trajectory("3.0.0:row7", s, text=f"first run sample {s}") for s in (0, 1)]
+            + [make_trajectory("3.0.1:row17", 0, text="another row")],
+        },
+    )
+    trajectories_ingest(run_id=other.pk, batches={9: [make_trajectory("9.1.4:row7", 0, text="second run")]})
+    trajectories_ingest(run_id=never.pk, batches={9: [make_trajectory("9.0.0:row70", 0, text="row 70")]})
+    url = reverse("runs:compare") + f"?runs={run.pk},{other.pk},{never.pk}&group={entry}"
+    response = client_for(member).get(url)
+    same = response.context["same_prompt"]
+    assert [(t.step, t.group_id, t.sample_index) for t in same[0].records] == [
+        (3, "3.0.0:row7", 0),
+        (3, "3.0.0:row7", 1),
+    ]
+    assert [(t.step, t.group_id) for t in same[1].records] == [(9, "9.1.4:row7")]
+    assert same[2].records == [] and same[0].prompt == "What is 2+2?"
+    body = response.content.decode()
+    boxes = body.split('id="same-prompt-runs"')[1].split("<article")[1:]
+    for box in boxes[:2]:
+        assert "What is 2+2?" in box and "&lt;tool_call&gt;" in box  # the prompt and every turn
+    assert "first run sample 0" in boxes[0] and "first run sample 1" in boxes[0]
+    assert "an older step" not in body and "another row" not in body
+    assert "second run" in boxes[1] and "row 70" not in body
+    assert "This run has no trajectory of row" in boxes[2]
 
 
 def test_form_refuses_another_teams_catalog_version(client_for, outsider, member, team):
@@ -364,6 +392,33 @@ def test_inspector_shades_tokens_by_their_stored_entropy(client_for, member, run
     assert '<pre class="text tokens by-logprob">' in by_prob
     assert by_prob.count('class="shade-1"') == n  # p = exp(-0.1) = 0.905: 1 - p rounds to 1 of 10
     assert 'href="?shade=entropy">by entropy</a>' in by_prob
+
+
+def test_inspector_shades_every_assistant_turn_including_the_tool_calling_one(
+    client_for, member, run, make_trajectory, tmp_path
+):
+    """The rollout engine keeps a call's results on the assistant turn that made it; that turn's sampled
+    tokens are shaded like the last turn's, not hidden behind "as the model saw it"."""
+    from trainers.models.tiny import build_tokenizer
+
+    tokenizer = build_tokenizer(["<tool_call>calc</tool_call>", "The answer is 4."] * 50, vocab_size=300)
+    tokenizer.save_pretrained(tmp_path)
+    run.config = {**run.config, "model": {**run.config["model"], "path": str(tmp_path)}}
+    run.save()
+    traj = make_trajectory("g0", 0)
+    calling, tool, last = traj.turns[1], traj.turns[2], traj.turns[3]
+    calling.tool_results, tool.tool_results = tool.tool_results, []  # where the engine puts them
+    for turn, logprob in ((calling, -0.1), (last, -2.0)):
+        turn.token_ids = tokenizer.encode(turn.text, add_special_tokens=False)
+        turn.loss_mask, turn.logprobs = [1] * len(turn.token_ids), [logprob] * len(turn.token_ids)
+    trajectories_ingest(run_id=run.pk, batches={1: [traj]})
+    url = reverse("runs:trajectory", args=[run.pk, run.trajectories.get().pk])
+    body = client_for(member).get(url + "?shade=logprob").content.decode()
+    shaded = body.split('<pre class="text tokens by-logprob">')[1:]
+    assert len(shaded) == 2  # both assistant turns, in order
+    assert shaded[0].split("</pre>")[0].count('title="logprob -0.100"') == len(calling.token_ids)
+    assert shaded[1].split("</pre>")[0].count('title="logprob -2.000"') == len(last.token_ids)
+    assert "response from</span> <code>calculator</code>" in body  # the call's result is still shown
 
 
 def test_inspector_says_when_a_trajectory_has_no_entropies(

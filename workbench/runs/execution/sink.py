@@ -10,9 +10,15 @@ from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, connection, transaction
 
-from trainers.workbench_api import Sink, Trajectory
+from trainers.workbench_api import Phase, Sink, Trajectory
 
-from ..telemetry.ingest import alerts_record, checkpoint_record, metrics_ingest, trajectories_ingest
+from ..telemetry.ingest import (
+    alerts_record,
+    checkpoint_record,
+    metrics_ingest,
+    phase_record,
+    trajectories_ingest,
+)
 from .artifacts import CheckpointMirror
 from .lease import lease_hold
 
@@ -87,6 +93,12 @@ class DatabaseSink(Sink):
         if alerts:
             self.flush()
             self._retrying(lambda: alerts_record(run_id=self.run_id, alerts=alerts))
+
+    def log_phase(self, phase: Phase) -> None:
+        """What was logged before the phase is stored first: the strip never says "starting RL" beside an
+        SFT progress that has not reached its last step."""
+        self.flush()
+        self._retrying(lambda: phase_record(run_id=self.run_id, phase=str(phase)))
 
     def flush(self) -> None:
         """Write what is buffered; buffers are cleared only after the write committed (a retry resends)."""

@@ -105,6 +105,7 @@ def run_claim(*, run_id: int, worker: str) -> Run | None:
     if run.status == RunStatus.RUNNING and not run_take_over(run=run, by=worker):
         return None
     run.status, run.worker, run.attempts = RunStatus.RUNNING, worker, run.attempts + 1
+    run.phase = ""  # the earlier attempt's, until this one reports its own
     gpus_release(run_id=run.pk)  # an earlier attempt's, if its worker died holding them
     asked = run_gpus_asked(run)
     run.gpus = gpus_take(
@@ -112,7 +113,7 @@ def run_claim(*, run_id: int, worker: str) -> Run | None:
     )
     run.started_at = run.started_at or timezone.now()
     run.heartbeat_at = timezone.now()
-    run.save(update_fields=["status", "worker", "gpus", "attempts", "started_at", "heartbeat_at"])
+    run.save(update_fields=["status", "worker", "gpus", "attempts", "phase", "started_at", "heartbeat_at"])
     return run
 
 

@@ -41,6 +41,11 @@ def _stored(run_id: int, **fields: Any) -> None:
     Run.objects.filter(pk=run_id).update(data_version=F("data_version") + 1, **fields)
 
 
+def phase_record(*, run_id: int, phase: str) -> None:
+    """The phase the run's attempt reports (status strip: "saving a checkpoint", "starting RL")."""
+    Run.objects.filter(pk=run_id).update(phase=phase)
+
+
 def _advance_run(run_id: int, step: int) -> None:
     """Move the run's high-water step and heartbeat forward (never backwards on a replayed batch)."""
     _stored(

@@ -133,6 +133,14 @@ class SFTProgress:
     def percent(self) -> int:
         return int(self.fraction * 100)
 
+    @property
+    def total(self) -> int:
+        """The SFT steps planned (`step` of them done)."""
+        return round(self.step / self.fraction) if self.fraction > 0 else self.step
+
+    def __str__(self) -> str:
+        return f"SFT {self.step}/{self.total}"
+
 
 SFT_PROGRESS_KEY = "sft/progress"  # trainers.metrics.keys.SFT_PROGRESS, logged at every SFT step
 
@@ -141,6 +149,19 @@ def sft_progress(*, run: Run) -> SFTProgress | None:
     """The SFT warm start's last stored step and how far it got; None for a run without one (yet)."""
     point = MetricPoint.objects.filter(run=run, key=SFT_PROGRESS_KEY).order_by("-step").first()
     return SFTProgress(point.step, point.value) if point is not None else None
+
+
+def sft_progress_by_run(*, run_ids: list[int]) -> dict[int, SFTProgress]:
+    """Run id -> its SFT progress, for those of the runs that logged one: one query for any number."""
+    if not run_ids:
+        return {}
+    points = (
+        MetricPoint.objects.filter(run_id__in=run_ids, key=SFT_PROGRESS_KEY)
+        .order_by("run_id", "-step")
+        .distinct("run_id")
+        .values_list("run_id", "step", "value")
+    )
+    return {run_id: SFTProgress(step, value) for run_id, step, value in points}
 
 
 def series_keys(*, run: Run) -> list[str]:

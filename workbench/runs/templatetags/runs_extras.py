@@ -4,9 +4,20 @@ import json
 
 from django import template
 
+from trainers.workbench_api import Phase
+from workbench.runs.models import Run, RunStatus
 from workbench.runs.telemetry.series import SFTProgress, sft_progress
 
 register = template.Library()
+
+# What the status strip says while a running run reports a phase between its steps.
+PHASE_TEXT = {
+    Phase.LOADING: "loading the model",
+    Phase.SFT: "SFT warm start",
+    Phase.STARTING_RL: "starting RL: building the trainer",
+    Phase.EVALUATING: "evaluating the policy",
+    Phase.SAVING: "saving a checkpoint",
+}
 
 
 @register.filter
@@ -30,3 +41,14 @@ def get_item(mapping, key):
 def run_sft_progress(run) -> SFTProgress | None:
     """`{% run_sft_progress run as sft %}`: the run's SFT warm-start progress, for the status strip."""
     return sft_progress(run=run)
+
+
+@register.filter
+def phase_text(run: Run) -> str:
+    """What a running run is doing between steps, in words; empty while it trains past its first RL step
+    (the strip's step counter says that) or when it is not running."""
+    if run.status != RunStatus.RUNNING or not run.phase:
+        return ""
+    if run.phase == Phase.TRAINING:
+        return "running RL step 1: rollouts, then the first update" if run.last_step is None else ""
+    return PHASE_TEXT.get(run.phase, run.phase)

@@ -35,12 +35,13 @@ def data_version(run: Run, *parts: object) -> str:
     return _digest(run.pk, run.created_at, run.data_version, run.status, *parts)
 
 
-def status_version(run: Run) -> str:
-    """The version of the status strip (runs/_status.html): the lifecycle fields it shows, and the
-    streamed data for its SFT progress."""
-    lifecycle = (run.status, run.cancel_requested, run.attempts, run.worker, run.last_step)
+def status_version(run: Run, *parts: object) -> str:
+    """The version of the status strip's poll (runs/_status_poll.html): the lifecycle fields it shows, and
+    the streamed data for its SFT progress, alerts and checkpoints (`parts`: what else it depends on)."""
+    lifecycle = (run.status, run.cancel_requested, run.attempts, run.worker, run.last_step, run.phase)
     times = (run.started_at, run.heartbeat_at, run.finished_at)
-    return data_version(run, "status", lifecycle, run.last_checkpoint_step, times, run.error, run.log_tail)
+    streamed = (run.last_checkpoint_step, times, run.error, run.log_tail)
+    return data_version(run, "status", lifecycle, *streamed, *parts)
 
 
 def conditional(request: HttpRequest, etag: str, respond: Callable[[], HttpResponse]) -> HttpResponse:

@@ -16,6 +16,7 @@ from workbench.accounts.models import Team
 
 from ..models import EVAL_ACCURACY_KEYS, FINISHED_STATUSES, Alert, MetricPoint, MetricRollup, Run, RunStatus
 from ..telemetry.rollups import TOP_LEVEL, level_width, series_maxima
+from ..telemetry.series import SFTProgress, sft_progress_by_run
 
 SPARKLINE_KEY = "reward/mean"
 SPARKLINE_POINTS = 48  # at most this many points per sparkline
@@ -29,6 +30,7 @@ class RunInFlight:
     reward: list[tuple[int, float]]  # (step, reward/mean): each sparkline bucket's last point
     alert: Alert | None  # the latest one
     alert_count: int
+    sft: SFTProgress | None = None  # the SFT warm start's progress, while no RL step is stored
 
     @property
     def total_steps(self) -> int:
@@ -49,7 +51,7 @@ class FinishedRun:
 
 
 def runs_in_flight(*, user, team: Team, limit: int = 10) -> list[RunInFlight]:
-    """The team's running runs, then its queued ones, newest first, in at most four queries."""
+    """The team's running runs, then its queued ones, newest first, in at most five queries."""
     latest_alert = Alert.objects.filter(run=OuterRef("pk")).order_by("-step", "-id").values("id")[:1]
     running_first = Case(
         When(status=RunStatus.RUNNING, then=Value(0)), default=Value(1), output_field=IntegerField()
@@ -63,8 +65,12 @@ def runs_in_flight(*, user, team: Team, limit: int = 10) -> list[RunInFlight]:
     )
     alerts = Alert.objects.in_bulk([run.latest_alert_id for run in runs if run.latest_alert_id])
     sparklines = series_sparklines(runs=runs, key=SPARKLINE_KEY)
+    sft = sft_progress_by_run(run_ids=[run.pk for run in runs if run.last_step is None])
     return [
-        RunInFlight(run, sparklines[run.pk], alerts.get(run.latest_alert_id), run.alert_count) for run in runs
+        RunInFlight(
+            run, sparklines[run.pk], alerts.get(run.latest_alert_id), run.alert_count, sft=sft.get(run.pk)
+        )
+        for run in runs
     ]
 
 

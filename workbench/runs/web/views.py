@@ -13,13 +13,18 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from trainers.workbench_api import PRESETS, RunConfig, preset_config
-from workbench.accounts.access import role_at_least, role_for_team_id, team_role_required
+from workbench.accounts.access import (
+    request_role_for_team_id,
+    role_at_least,
+    role_for_team_id,
+    team_role_required,
+)
 from workbench.accounts.models import Role
 
 from .. import selectors, services
 from ..execution.placement import run_gpu_wait_note, run_gpus_asked
 from ..models import Run, RunStatus
-from ..telemetry.series import series_keys, series_keys_union
+from ..telemetry.series import series_keys, series_keys_union, sft_progress_by_run
 from ..trajectories.filters import TrajectoryFilterForm
 from .compare import compare_summary, config_diff, run_ids_param
 from .forms import RunForm, RunMetaForm, preset_choices
@@ -37,8 +42,10 @@ def run_list(request):
         tag=request.GET.get("tag", ""),
         search=request.GET.get("q", ""),
     )
+    page = Paginator(runs, 50).get_page(request.GET.get("page"))
     context = {
-        "page": Paginator(runs, 50).get_page(request.GET.get("page")),
+        "page": page,
+        "sft": sft_progress_by_run(run_ids=[run.pk for run in page.object_list if run.last_step is None]),
         "statuses": RunStatus.values,
         "presets": preset_choices(),
         "can_write": role_at_least(request.team_role, Role.MEMBER),
@@ -132,11 +139,19 @@ def run_detail(request, pk: int):
 
 
 def run_status(request, pk: int):
-    """The status strip, polled by htmx while the run is live (it stops polling once finished): 304 while
-    it would show the same, else rendered once per change for every viewer."""
+    """The status strip, polled by htmx while the run is live (it stops polling once finished), with the
+    alerts and checkpoints swapped in out of band: 304 while it would show the same, else rendered once
+    per change for every viewer of the same role."""
     run = selectors.run_get(user=request.user, pk=pk)
-    render_strip = partial(render_to_string, "runs/_status.html", {"run": run})
-    return shared_response(request, status_version(run), render_strip, "text/html; charset=utf-8")
+    can_write = role_at_least(request_role_for_team_id(request, run.team_id), Role.MEMBER)
+    context = {
+        "run": run,
+        "alerts": run.alerts.all(),
+        "checkpoints": run.checkpoints.all(),
+        "can_write": can_write,  # checkpoints offer Evaluate to members
+    }
+    render_poll = partial(render_to_string, "runs/_status_poll.html", context)
+    return shared_response(request, status_version(run, can_write), render_poll, "text/html; charset=utf-8")
 
 
 @require_POST
@@ -230,9 +245,7 @@ def run_compare(request):
         "run_ids": ",".join(str(run.pk) for run in runs),
         "group": request.GET.get("group", ""),
         "choices": selectors.run_list(user=request.user, team=request.team)[:COMPARE_CHOICES],
-        "same_prompt": selectors.trajectories_same_prompt(runs=runs, group_id=request.GET["group"])
-        if request.GET.get("group")
-        else [],
+        "same_prompt": selectors.trajectories_same_prompt(runs=runs, row=request.GET.get("group", "")),
     }
     return render(request, "runs/compare.html", context)
 
