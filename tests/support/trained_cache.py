@@ -56,7 +56,8 @@ def trained(
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))  # renamed only once complete
     build(staging, settings)
     for stale in root.glob(f"{name}-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+        if stale != folder:  # another process may be reading this key's folder, built while we built ours
+            shutil.rmtree(stale, ignore_errors=True)
     try:
         staging.rename(folder)
     except OSError:  # another session finished the same build first: the same bytes

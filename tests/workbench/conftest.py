@@ -5,8 +5,11 @@ DATABASE_URL (default postgres://postgres@127.0.0.1:5432/workbench; pytest-djang
 and REDIS_URL (default redis://127.0.0.1:6379/0) may be overridden, e.g. one database per developer.
 """
 
+import atexit
 import contextlib
 import os
+import shutil
+import tempfile
 import uuid
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
@@ -14,6 +17,12 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/workbe
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
 # Each session gets its own Redis keys, so concurrent sessions never take each other's tasks.
 os.environ.setdefault("REDIS_KEY_PREFIX", f"wbtest-{uuid.uuid4().hex[:8]}:")
+# Each session keeps its runs, artifacts and broker files in a directory of its own, which every worker it
+# starts inherits: run ids restart with each test database, so sessions sharing the repository's var/ would
+# read (and prune) each other's runs/1, and `make run`'s var/ is left alone.
+if "WORKBENCH_VAR_DIR" not in os.environ:
+    os.environ["WORKBENCH_VAR_DIR"] = tempfile.mkdtemp(prefix="wbtest-var-")
+    atexit.register(shutil.rmtree, os.environ["WORKBENCH_VAR_DIR"], ignore_errors=True)
 # Playwright's sync API runs an event loop in the main thread; the ORM calls in tests are still synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 

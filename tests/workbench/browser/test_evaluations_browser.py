@@ -58,18 +58,17 @@ class Workers(NamedTuple):
 
 @pytest.fixture(scope="module")
 def workers(worker_env, django_db_blocker, tmp_path_factory):
-    """A training worker and a rollout worker sharing this module's own run directories and artifact store,
-    as machines share a volume and an object store. Own ones: run ids restart with every test database, so
-    a worker on the default var/ shares runs/1 with any other test session on the machine, whose trainer
-    prunes the checkpoints an evaluation is about to read. The run's rollout jobs go to a queue of the
-    module's own too (WORKBENCH_ROLLOUT_QUEUE), which a rollout worker of another session never takes."""
-    var = tmp_path_factory.mktemp("var")
+    """A training worker (the gpu queue) and a rollout worker. They share the session's run directory and
+    artifact store (WORKBENCH_VAR_DIR, tests/workbench/conftest.py) with every other worker of the session,
+    as machines share a volume and an object store: the session's own worker also takes gpu runs, and the
+    rollout worker accepts only weights published in that store. The run's rollout jobs go to a queue of
+    the module's own (WORKBENCH_ROLLOUT_QUEUE), which a rollout worker of another session never takes."""
     rollout_queue = f"rollout-{uuid.uuid4().hex[:6]}"
-    env = {**worker_env, "WORKBENCH_VAR_DIR": str(var), "WORKBENCH_ARTIFACTS_URL": str(var / "artifacts"),
-           "WORKBENCH_ROLLOUT_QUEUE": rollout_queue}  # fmt: skip
+    env = {**worker_env, "WORKBENCH_ROLLOUT_QUEUE": rollout_queue}
+    logs = tmp_path_factory.mktemp("workers")
     started = Workers(
-        trainer=WorkerProcess(env=env, log_dir=var, queues="gpu"),
-        rollouts=WorkerProcess(env=env, log_dir=var, queues=f"{rollout_queue},rollout"),  # + evaluations
+        trainer=WorkerProcess(env=env, log_dir=logs, queues="gpu"),
+        rollouts=WorkerProcess(env=env, log_dir=logs, queues=f"{rollout_queue},rollout"),  # + evaluations
     )
     for worker in started:
         worker.start()

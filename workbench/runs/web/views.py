@@ -105,8 +105,9 @@ def _launch(request, form: RunForm, source: Run | None) -> Run | None:
 @require_POST
 @team_role_required(Role.MEMBER)
 def run_config_yaml(request):
-    """The new-run form's "current config" YAML for the values posted (htmx swaps it in as fields change);
-    the query names the preset or clone the form started from, whose values stand in for invalid ones."""
+    """The new-run form's "current config" YAML for the values posted (js/runs/form.js shows it as fields
+    change); the query names the preset or clone the form started from, whose values stand in for invalid
+    ones."""
     config, initial, _ = _initial_config(request)
     form = RunForm(request.POST, user=request.user, team=request.team, config=config, initial=initial)
     return render(request, "runs/_config_yaml_out.html", {"form": form})
