@@ -8,6 +8,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 WORKER_CONCURRENCY ?= 2
+TEST_PROCESSES ?= 2
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/workbench
 SHELL := /bin/bash
 
@@ -50,9 +51,12 @@ run: $(STAMP)
 # tests.services uses the PostgreSQL and Redis that answer, or starts throwaway ones from the installed
 # binaries for the run (and says what to install when there are none). A per-test timeout makes a hang
 # fail the run instead of stalling CI; the slowest tests are listed at the end, to keep the suite short.
-# `make test` runs every tier (what CI runs).
+# `make test` runs every tier (what CI runs) in TEST_PROCESSES pytest processes (pytest-xdist), a test file
+# to a process: one trains while the other waits on a worker, a browser or a subprocess. Each process has
+# its own test database, Redis keys and run directory (tests/workbench/conftest.py).
 test: $(STAMP)
-	$(PY) -m tests.services -- $(PY) -m pytest tests -q --timeout=900 --durations=20
+	$(PY) -m tests.services -- $(PY) -m pytest tests -q -n $(TEST_PROCESSES) --dist loadfile \
+		--timeout=900 --durations=20
 
 # The edit loop: the unmarked tier only, a few minutes. The workbench's tests still talk to PostgreSQL
 # (pytest-django's test database) and Redis (the broker a launched job is sent to), as in production, so

@@ -123,3 +123,25 @@ def seed_demo_catalog(*, team: Team, user) -> None:
             source=family_source("qwen_tool"),
             description="The survey's Qwen tool template: tools as JSON Schema, <think>, <tool_call>.",
         )
+
+
+class DemoCatalogMissing(LookupError):
+    """An item the demo runs pin is not in the team's catalog (seed_demo has not run for it)."""
+
+
+def demo_run_pins(team: Team) -> dict:
+    """The latest versions of the demo catalog items the demo runs pin (seed_demo creates them)."""
+
+    def latest(model, name: str):
+        item = model.objects.filter(team=team, name=name, is_deleted=False).first()
+        if item is None:
+            raise DemoCatalogMissing(f"{name!r} is missing from {team.name!r}")
+        return item.latest_version()
+
+    return {
+        "dataset_version": latest(Dataset, DATASET_NAME),
+        "sft_dataset_version": latest(Dataset, SFT_DATASET_NAME),
+        "prompt_version": latest(PromptTemplate, TEMPLATE_NAME),
+        "reward_version": latest(RewardDefinition, TOOL_REWARD_NAME),
+        "tool_versions": [latest(ToolSchema, "calculator")],
+    }

@@ -11,7 +11,6 @@ from workbench.catalog.selectors import recent_changes
 from workbench.jobs.models import WorkerHeartbeat
 from workbench.jobs.selectors import workers_online
 from workbench.runs.models import Run
-from workbench.runs.web.forms import preset_choices
 from workbench.runs.web.overview import (
     SPARKLINE_KEY,
     RunInFlight,
@@ -19,6 +18,7 @@ from workbench.runs.web.overview import (
     runs_in_flight,
     runs_recently_finished,
 )
+from workbench.runs.web.recipes import recipe_choices
 
 from .sparkline import Sparkline, sparkline
 
@@ -55,5 +55,5 @@ def home_context(*, user, team: Team, role: str | None) -> dict:
     return {
         **live_context(user=user, team=team),
         "catalog_changes": recent_changes(user=user, team=team),
-        "recipes": preset_choices() if role_at_least(role, Role.MEMBER) else [],
+        "recipes": recipe_choices() if role_at_least(role, Role.MEMBER) else [],
     }

@@ -64,7 +64,7 @@ def test_get_scoped_or_404_returns_the_object_for_a_sufficient_role(member, job)
     assert get_scoped_or_404(JobProgress.objects.all(), member, job.pk, min_role="member") == job
 
 
-@pytest.mark.parametrize("bad_pk", ["not-a-uuid", None, uuid.uuid4()])
+@pytest.mark.parametrize("bad_pk", ["not-a-uuid", None, uuid.UUID("6f1c2a52-3d3b-4c1e-9a57-0b8e2f7d4c10")])
 def test_get_scoped_or_404_answers_404_for_malformed_or_unknown_ids(member, bad_pk):
     with pytest.raises(Http404):
         get_scoped_or_404(JobProgress, member, bad_pk)

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.forms import BoundField
 from django.http import QueryDict
 
-from trainers.workbench_api import PRESETS, RunConfig
+from trainers.workbench_api import RunConfig
 from workbench.accounts.access import TeamScopedFormMixin
 from workbench.datasets.models import DatasetKind, DatasetVersion
 from workbench.jobs.queues import QUEUE_NAMES
@@ -222,10 +222,6 @@ class RunForm(TeamScopedFormMixin, forms.Form):
                 continue
             for message in messages:
                 self.add_error(target, f"{path}: {message}" if target and target != path else message)
-
-
-def preset_choices() -> list[tuple[str, str]]:
-    return [(name, preset.title) for name, preset in PRESETS.items()]
 
 
 class RunMetaForm(forms.Form):

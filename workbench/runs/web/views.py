@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from functools import partial
+from typing import NamedTuple
 
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
@@ -12,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
-from trainers.workbench_api import PRESETS, RunConfig, preset_config
+from trainers.workbench_api import RunConfig
 from workbench.accounts.access import (
     request_role_for_team_id,
     role_at_least,
@@ -27,8 +28,9 @@ from ..models import Run, RunStatus
 from ..telemetry.series import series_keys, series_keys_union, sft_progress_by_run
 from ..trajectories.filters import TrajectoryFilterForm
 from .compare import compare_summary, config_diff, run_ids_param
-from .forms import RunForm, RunMetaForm, preset_choices
+from .forms import RunForm, RunMetaForm
 from .freshness import cached, data_version, shared_response, status_version
+from .recipes import recipe_choices, recipe_start
 from .tokens import SHADINGS, has_entropies, turn_pieces
 
 COMPARE_CHOICES = 50  # the newest runs the compare page's picker offers
@@ -47,29 +49,40 @@ def run_list(request):
         "page": page,
         "sft": sft_progress_by_run(run_ids=[run.pk for run in page.object_list if run.last_step is None]),
         "statuses": RunStatus.values,
-        "presets": preset_choices(),
+        "recipes": recipe_choices(),
         "can_write": role_at_least(request.team_role, Role.MEMBER),
         "query": _without(request.GET, "page"),
     }
     return render(request, "runs/list.html", context)
 
 
-def _initial_config(request) -> tuple[dict, dict, object]:
-    """Config, initial identity fields and the source run, from ?preset= or ?clone= (defaults otherwise)."""
+class FormStart(NamedTuple):
+    """What the new-run form opens with: config, initial identity and pin fields, the run it clones, and
+    a note on what is missing (the demo catalog, for the demo recipe)."""
+
+    config: dict
+    initial: dict
+    source: Run | None
+    note: str = ""
+
+
+def _initial_config(request) -> FormStart:
+    """The form's start from ?preset= (a recipe) or ?clone= (a run); the defaults otherwise."""
     clone_id = request.GET.get("clone")
     if clone_id:
         source = selectors.run_get(user=request.user, pk=clone_id)
         initial = services.run_clone_initial(run=source)
-        return initial.pop("config"), initial, source
-    preset = request.GET.get("preset", "")
-    if preset in PRESETS:
-        return preset_config(preset).model_dump(mode="json"), {"name": preset}, None
-    return RunConfig().model_dump(mode="json"), {}, None
+        return FormStart(initial.pop("config"), initial, source)
+    name = request.GET.get("preset", "")
+    start = recipe_start(name, request.team)
+    if start is not None:
+        return FormStart(start.config, {"name": name, **start.pins}, None, start.note)
+    return FormStart(RunConfig().model_dump(mode="json"), {}, None)
 
 
 @team_role_required(Role.MEMBER)
 def run_create(request):
-    config, initial, source = _initial_config(request)
+    config, initial, source, note = _initial_config(request)
     form = RunForm(request.POST or None, user=request.user, team=request.team, config=config, initial=initial)
     # "Apply YAML" only fills the form from the pasted config; Launch (with or without YAML) launches
     if request.method == "POST" and not form.applies_yaml:
@@ -78,8 +91,9 @@ def run_create(request):
             return redirect(run)
     context = {
         "form": form,
-        "presets": preset_choices(),
+        "recipes": recipe_choices(),
         "preset": request.GET.get("preset", ""),
+        "recipe_note": note,
         "source": source,
         "query": request.GET.urlencode(),
     }
@@ -108,7 +122,7 @@ def run_config_yaml(request):
     """The new-run form's "current config" YAML for the values posted (js/runs/form.js shows it as fields
     change); the query names the preset or clone the form started from, whose values stand in for invalid
     ones."""
-    config, initial, _ = _initial_config(request)
+    config, initial, _, _ = _initial_config(request)
     form = RunForm(request.POST, user=request.user, team=request.team, config=config, initial=initial)
     return render(request, "runs/_config_yaml_out.html", {"form": form})
 

@@ -11,14 +11,10 @@ the runs list."""
 from django.core.management.base import BaseCommand, CommandError
 
 from trainers.workbench_api import DEMO_COLLAPSE_RUN, DEMO_LEARNING_RUN
-from workbench import demo_catalog
 from workbench.accounts.models import Team
-from workbench.datasets.models import Dataset
-from workbench.prompts.models import PromptTemplate
-from workbench.rewards.models import RewardDefinition
+from workbench.demo_catalog import DemoCatalogMissing, demo_run_pins
 from workbench.runs.models import Run
 from workbench.runs.services import run_create
-from workbench.toolschemas.models import ToolSchema
 
 LEARNING = "Demo: calculator, SFT then GRPO"
 COLLAPSE = "Demo: collapse (echo-trap alert)"
@@ -28,24 +24,6 @@ DEMO_RUNS = {
     LEARNING: (DEMO_LEARNING_RUN, "The calculator demo's recipe: SFT on the tool-using experts, then on the"
                " whole mix, then GRPO with a small KL: tool calls, correct answers and reward rise."),
 }  # fmt: skip
-
-
-def demo_pins(team: Team) -> dict:
-    """The latest versions of the demo catalog items the demo runs pin (seed_demo creates them)."""
-
-    def latest(model, name):
-        item = model.objects.filter(team=team, name=name, is_deleted=False).first()
-        if item is None:
-            raise CommandError(f"run seed_demo first: {name!r} is missing from {team.name!r}")
-        return item.latest_version()
-
-    return {
-        "dataset_version": latest(Dataset, demo_catalog.DATASET_NAME),
-        "sft_dataset_version": latest(Dataset, demo_catalog.SFT_DATASET_NAME),
-        "prompt_version": latest(PromptTemplate, demo_catalog.TEMPLATE_NAME),
-        "reward_version": latest(RewardDefinition, demo_catalog.TOOL_REWARD_NAME),
-        "tool_versions": [latest(ToolSchema, "calculator")],
-    }
 
 
 class Command(BaseCommand):
@@ -60,7 +38,10 @@ class Command(BaseCommand):
         user = team_obj.members.filter(username=username).first() if team_obj else None
         if user is None:
             raise CommandError(f"run seed_demo first: no user {username!r} in team {team!r}")
-        pins = demo_pins(team_obj)
+        try:
+            pins = demo_run_pins(team_obj)
+        except DemoCatalogMissing as exc:
+            raise CommandError(f"run seed_demo first: {exc}") from exc
         for name, (config, notes) in DEMO_RUNS.items():
             if Run.objects.filter(team=team_obj, name=name).exists():
                 continue
