@@ -49,8 +49,9 @@ def no_send(monkeypatch) -> list:
 
 def test_ranks_past_the_operators_maximum_are_refused_on_any_queue(team, member, no_send):
     """The hostile config of the report: 1024 CPU ranks would start 1024 processes on a shared worker."""
-    [message] = refused(team, member, deepspeed(1024))
-    assert "WORKBENCH_MAX_RANKS" in message and "8" in message
+    # one pass names every bound it breaks: a live worker's cores too, when one is online
+    messages = refused(team, member, deepspeed(1024))
+    assert any("WORKBENCH_MAX_RANKS" in message and "8" in message for message in messages), messages
 
 
 def test_the_operator_sets_the_maximum(team, member, settings, no_send):
