@@ -126,3 +126,27 @@ def overlap(a: dict, b: dict) -> bool:
         and a["y"] < b["y"] + b["height"]
         and b["y"] < a["y"] + a["height"]
     )
+
+
+def test_the_demo_recipe_from_home_opens_the_form_with_the_demo_catalog_pinned(
+    page, login, team, member, settings, tmp_path
+):
+    """A newcomer's first run: home lists each recipe with what it is; the demo's opens the form with the
+    demo catalog already chosen in every pin."""
+    from workbench import demo_catalog
+
+    settings.MEDIA_ROOT = tmp_path
+    demo_catalog.seed_demo_catalog(team=team, user=member)
+    login(member)
+    page.goto("/")
+    demo = page.locator("#home-recipes li").first
+    expect(demo).to_contain_text("learns within minutes on a CPU worker")
+    demo.get_by_role("link", name="demo_calculator").click()
+    expect(page.locator("[name='dataset_version'] option:checked")).to_have_text(
+        f"{demo_catalog.DATASET_NAME} v1"
+    )
+    expect(page.locator("[name='sft_dataset_version'] option:checked")).to_have_text(
+        f"{demo_catalog.SFT_DATASET_NAME} v1"
+    )
+    expect(page.locator("[name='tool_versions'] option:checked")).to_have_text("calculator v1")
+    expect(page.locator(".pins-help")).to_be_visible()
