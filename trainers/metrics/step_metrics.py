@@ -6,7 +6,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 
 from trainers.metrics import keys
-from trainers.trajectory import Trajectory
+from trainers.trajectory import ToolResult, Trajectory
 
 TRUNCATION_REASONS = ("length", "token_budget")  # the rollout's finish reasons for a cut-off response
 
@@ -64,6 +64,21 @@ def tool_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
         out[keys.TOOL_SUCCESS_RATE] = sum(r.ok for r in executed) / (len(executed) + malformed)
     if calls:
         out[keys.TOOL_PARSE_ERROR_RATE] = malformed / len(calls)
+    out.update(server_error_metrics(executed))
+    return out
+
+
+def server_error_metrics(results: Sequence[ToolResult]) -> dict[str, float]:
+    """Failed calls per external server (MCP, environment servers), all of them and the total; a series
+    at 0 for every server the step called, so a chart shows when failures start."""
+    by_server: dict[str, int] = {}
+    for result in results:
+        if result.server is not None:
+            by_server[result.server] = by_server.get(result.server, 0) + result.server_error
+    if not by_server:
+        return {}
+    out = {keys.server_errors_key(name): float(count) for name, count in sorted(by_server.items())}
+    out[keys.TOOL_SERVER_ERRORS] = float(sum(by_server.values()))
     return out
 
 
