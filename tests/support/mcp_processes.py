@@ -23,7 +23,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _listening(port: int) -> bool:
+def listening(port: int) -> bool:
     with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
         return True
     return False
@@ -42,7 +42,7 @@ class HttpMcpServer:
         command = [sys.executable, "-m", SERVER_MODULE, "http", "--port", str(self.port)]
         command += ["--variant", str(self.variant)]
         self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_for(lambda: _listening(self.port) or self.process.poll() is not None, 30, "the MCP server")
+        wait_for(lambda: listening(self.port) or self.process.poll() is not None, 30, "the MCP server")
         if self.process.poll() is not None:
             raise AssertionError(f"the MCP server exited: {self.process.stderr.read().decode()[-2000:]}")
         return self
