@@ -20,6 +20,8 @@ TOOL_CALLS_PER_TRAJ = "tools/calls_per_traj"
 TOOL_CALLS_PREFIX = "tools/calls/"  # tools/calls/<tool>: mean calls of that tool per trajectory
 TOOL_SUCCESS_RATE = "tools/success_rate"  # ok results / (results + malformed calls); absent without calls
 TOOL_PARSE_ERROR_RATE = "tools/parse_error_rate"  # malformed calls / all calls
+TOOL_SERVER_ERRORS_PREFIX = "tools/server_errors/"  # tools/server_errors/<tool>: server faults per trajectory
+SERVER_ERRORS = "server_errors"  # a trajectory's metadata key: {tool: faults of its server}
 FILTERED_FRAC = "filter/filtered_frac"  # groups dropped by the filters
 
 # Update statistics (the loss functions return these; the loop adds grad norm).

@@ -64,7 +64,19 @@ def tool_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
         out[keys.TOOL_SUCCESS_RATE] = sum(r.ok for r in executed) / (len(executed) + malformed)
     if calls:
         out[keys.TOOL_PARSE_ERROR_RATE] = malformed / len(calls)
-    return out
+    return out | server_error_metrics(trajectories)
+
+
+def server_error_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """`tools/server_errors/<tool>`: faults of the tool's server (down, timed out, garbage) per trajectory,
+    for every server-backed tool of the batch (0.0 when its server never failed)."""
+    totals: dict[str, int] = {}
+    for t in trajectories:
+        for name, count in (t.metadata.get(keys.SERVER_ERRORS) or {}).items():
+            totals[name] = totals.get(name, 0) + count
+    return {
+        f"{keys.TOOL_SERVER_ERRORS_PREFIX}{name}": n / len(trajectories) for name, n in sorted(totals.items())
+    }
 
 
 def compute_step_metrics(

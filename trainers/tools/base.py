@@ -50,6 +50,8 @@ class Tool(ABC):
     # seconds `invoke` waits on top of timeout_s: for a tool that holds its calls to timeout_s itself and
     # needs a moment first (the calculator starts a child process after one was killed)
     startup_s: ClassVar[float] = 0.0
+    # faults of the server behind the tool (down, timed out, garbage) this trajectory; None: no server
+    server_errors: int | None = None
 
     def __init__(self, *, timeout_s: float | None = None, **config: Any) -> None:
         self.timeout_s = timeout_s if timeout_s is not None else self.default_timeout_s
@@ -75,6 +77,10 @@ class Tool(ABC):
             return None
         where = "/".join(str(p) for p in exc.absolute_path)
         return f"invalid arguments for {cls.name}{' at ' + where if where else ''}: {exc.message}"
+
+    async def start(self) -> None:
+        """Do what needs the event loop before the first call (an environment server's reset); once."""
+        return None
 
     async def close(self) -> None:
         """Release what the tool holds (clients, environments); called once when its trajectory ends."""
