@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 import uuid
@@ -266,7 +267,13 @@ class Handler(BaseHTTPRequestHandler):
 
 class HTTPEnvironmentServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 512  # a rollout's trajectories connect at once; 5 (the default) drops connections
 
     def __init__(self, address: tuple[str, int], app: EnvironmentServer) -> None:
         super().__init__(address, Handler)
         self.app = app
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (a trajectory's tool closing its connection) is no server error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)

@@ -82,6 +82,7 @@ class EnvironmentServerTool(EnvironmentTool):
     name = "env_server"
     description = "Act in the environment and see what it shows."
     parameters: dict[str, Any] = {"type": "object"}
+    default_timeout_s = 10.0  # a round trip per action, queued behind a whole rollout's at its start
     startup_s = 5.0  # `run` bounds itself by timeout_s and ends the episode; invoke's timeout is a backstop
 
     def __init__(
@@ -180,9 +181,10 @@ class EnvironmentServerTool(EnvironmentTool):
         import httpx
 
         from trainers.net.guard import guarded_client
+        from trainers.tools.http import ssl_context
 
         if self._client is None:
-            self._client = guarded_client(timeout=self.timeout_s)
+            self._client = guarded_client(timeout=self.timeout_s, verify=ssl_context())
         try:
             async with self._client.stream("POST", f"{self.url}{path}", json=body) as response:
                 data = await _read_capped(response)

@@ -1,0 +1,114 @@
+"""Rollouts through a real environment server (`python -m trainers env-server`) equal the in-process game's,
+token for token, reward for reward, anchor state for anchor state; a server that dies mid-episode ends the
+trajectory's episode with an error observation and a metric, and the rollout goes on.
+
+The policy is scripted over the tiny tokenizer: its next message is a deterministic function of everything
+it has read (grids included), so the two rollouts agree only if every observation agrees. An untrained tiny
+model seldom writes a well-formed call, which would leave the environment unplayed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from tests.support.env_server import env_server
+from trainers.config.limits import RolloutLimits
+from trainers.metrics import keys
+from trainers.metrics.step_metrics import compute_step_metrics
+from trainers.rollout.engine import RolloutEngine
+from trainers.tools.toolset import Toolset
+from trainers.trajectory import Trajectory
+
+LAKE = {"name": "frozenlake", "config": {"describe": True, "max_steps": 6, "invalid_action_penalty": -0.5}}
+ROWS = [
+    {"id": "seeded", "question": "reach G"},  # the level from the rollout's seed
+    {"id": "six", "question": "reach G", "initial_state": {"seed": 11, "size": 6}},
+    {"id": "grid", "question": "reach G", "initial_state": {"grid": ["P_O", "__G"]}},
+    *({"id": f"level{n}", "question": "reach G", "initial_state": {"seed": n}} for n in range(5)),
+]
+MOVES = ("up", "down", "left", "right")
+
+
+def call(arguments: dict) -> str:
+    return f"<tool_call>{json.dumps({'name': 'frozenlake', 'arguments': arguments})}</tool_call>"
+
+
+def policy(prompt: str) -> str:
+    """A message chosen by a hash of the whole context: one move, several, two calls, a bad call or none."""
+    h = hashlib.sha256(prompt.encode()).digest()
+    move, other = MOVES[h[1] % 4], MOVES[h[2] % 4]
+    choice = h[0] % 10
+    if choice < 5:
+        text = call({"action": move})
+    elif choice < 7:
+        text = call({"action": f"{move} || {other}"})
+    elif choice == 7:
+        text = call({"actions": [move]}) + call({"action": other})
+    elif choice == 8:
+        text = call({"action": "jump"})
+    else:
+        text = "<think>stuck</think>I stop here."
+    return text + "<|im_end|>"
+
+
+def server_binding(url: str) -> dict:
+    """The env_server tool shown to the policy exactly as the in-process tool is."""
+    spec = Toolset.build([LAKE]).specs()[0]["function"]
+    config = {"url": url, "name": spec["name"], "description": spec["description"], "actions": list(MOVES),
+              "invalid_action_penalty": -0.5}  # fmt: skip
+    return {"name": "env_server", "config": config}
+
+
+def rollout(backend, binding: dict, rows: list[dict] = ROWS) -> list[Trajectory]:
+    engine = RolloutEngine(backend, "qwen_tool", [binding], RolloutLimits(max_turns=6))
+    return engine.run(rows, samples_per_prompt=2, seed=3)
+
+
+def turns(traj: Trajectory) -> list[tuple]:
+    return [
+        (t.role, t.text, t.token_ids, t.loss_mask, t.state_hash, t.state, t.env_reward) for t in traj.turns
+    ]
+
+
+def test_a_rollout_through_the_server_is_the_in_process_rollout(scripted):
+    local = rollout(scripted(policy), LAKE)
+    with env_server("frozenlake", "--describe", "--max-steps", "6") as server:
+        remote = rollout(scripted(policy), server_binding(server.url))
+    assert [t.uid for t in remote] == [t.uid for t in local]
+    for mine, theirs in zip(remote, local, strict=True):
+        assert mine.prompt_text == theirs.prompt_text
+        assert turns(mine) == turns(theirs)
+        assert mine.token_ids == theirs.token_ids and mine.finish_reason == theirs.finish_reason
+        assert [r.output for r in mine.tool_results] == [r.output for r in theirs.tool_results]
+    played = [t for traj in remote for t in traj.assistant_turns if t.env_reward is not None]
+    assert len(played) > 20 and {t.finish_reason for t in remote} >= {"env_done", "eos"}  # games were played
+    assert compute_step_metrics(remote)[f"{keys.TOOL_SERVER_ERRORS_PREFIX}frozenlake"] == 0.0
+
+
+def test_a_server_killed_mid_episode_ends_each_episode_with_an_error_and_the_rollout_goes_on(scripted):
+    with env_server("frozenlake", "--describe", "--max-steps", "6") as server:
+
+        def respond(prompt: str) -> str:
+            if prompt.count("<tool_response>") == 1 and server.process.poll() is None:
+                server.kill()  # after every trajectory's first move was answered
+            return call({"action": "right"}) + "<|im_end|>"
+
+        binding = server_binding(server.url)
+        rows = [{"id": "a", "question": "go", "initial_state": {"grid": ["P___", "___G"]}}]
+        trajectories = rollout(scripted(respond), binding, rows)
+        restarted = rollout(scripted(respond), binding, rows)  # the server is gone before the reset
+    for traj in trajectories:
+        first, second = traj.tool_results
+        assert first.ok and second.output.startswith("frozenlake: environment server error: request failed")
+        assert traj.finish_reason == "env_done" and len(traj.assistant_turns) == 2
+        assert (
+            traj.assistant_turns[1].state
+            == "_P__\n___G\nup edge, down ice, left ice, right ice; goal 1 down 2 right"
+        )
+    for traj in restarted:
+        assert "environment server error" in traj.prompt_text and traj.finish_reason == "env_done"
+    metrics = compute_step_metrics(trajectories + restarted)
+    assert metrics[f"{keys.TOOL_SERVER_ERRORS_PREFIX}frozenlake"] == pytest.approx(1.0)
