@@ -18,6 +18,7 @@ from tests.support.env_server import env_server
 from trainers.config.limits import RolloutLimits
 from trainers.metrics import keys
 from trainers.metrics.step_metrics import compute_step_metrics
+from trainers.net import ALLOW_ENV
 from trainers.rollout.engine import RolloutEngine
 from trainers.tools.toolset import Toolset
 from trainers.trajectory import Trajectory
@@ -112,3 +113,63 @@ def test_a_server_killed_mid_episode_ends_each_episode_with_an_error_and_the_rol
         assert "environment server error" in traj.prompt_text and traj.finish_reason == "env_done"
     metrics = compute_step_metrics(trajectories + restarted)
     assert metrics[f"{keys.TOOL_SERVER_ERRORS_PREFIX}frozenlake"] == pytest.approx(1.0)
+
+
+def build_lake_policy(out, settings: dict) -> None:
+    """A tiny model SFT'd on FrozenLake expert plays (the demo's game, with its surroundings line)."""
+    from trainers.demo.frozenlake import lake_game
+    from trainers.demo.model import build_demo_model
+    from trainers.demo.multiturn import level_rows, make_experts
+    from trainers.models.model_io import load_policy
+    from trainers.templates import TEMPLATES
+    from trainers.training.sft import render_experts, sft_train
+
+    game = lake_game()
+    records = make_experts(game, level_rows(game, "lake", 200), settings["experts"], imperfect=0.0, slip=0.0)
+    template, tools = TEMPLATES.get("qwen_tool")(), game.toolset().specs()
+    base = build_demo_model(out / "base", records, template=template, tools=tools, **settings["model"])
+    model, tokenizer = load_policy(base)
+    examples = render_experts(records, template=template, tokenizer=tokenizer, tools=tools)
+    sft_train(model, examples, pad_token_id=tokenizer.pad_token_id, **settings["sft"])
+    model.save_pretrained(out / "sft")
+    tokenizer.save_pretrained(out / "sft")
+
+
+@pytest.mark.slow
+def test_an_sft_policy_sampled_with_seeds_plays_the_same_through_the_server(request, tmp_path_factory):
+    """A real policy at temperature 1 (per-turn seeds): the same tokens, moves, rewards and anchor states."""
+    import torch
+
+    from tests.support.trained_cache import trained
+    from trainers.backends.hf import HFBackend
+    from trainers.config.sampling import SamplingParams
+    from trainers.demo.frozenlake import lake_game
+    from trainers.demo.multiturn import level_rows, limits, served
+    from trainers.models.model_io import load_policy
+
+    torch.set_num_threads(1)
+    settings = {
+        "experts": 96,
+        "model": {"hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1},
+        "sft": {"steps": 120, "batch_size": 16, "lr": 3e-3},
+    }
+    model, tokenizer = load_policy(
+        trained(request, tmp_path_factory, "lake_policy", settings, build_lake_policy) / "sft"
+    )
+    game, rows = lake_game(), level_rows(lake_game(), "held", 8, held_out=True)
+
+    def play(binding: dict) -> list[Trajectory]:
+        backend, bounds = HFBackend(model, tokenizer), RolloutLimits(**limits(game))
+        engine = RolloutEngine(backend, "qwen_tool", [binding], bounds, SamplingParams(temperature=1.0))
+        return engine.run(rows, samples_per_prompt=4, seed=7)
+
+    local = play(game.binding())
+    with env_server("frozenlake", "--describe") as server, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ALLOW_ENV, "")  # `served` widens it
+        remote = play(served(game, server.url).rollout_binding())
+    for mine, theirs in zip(remote, local, strict=True):
+        assert turns(mine) == turns(theirs) and mine.finish_reason == theirs.finish_reason
+    moves = [t for traj in remote for t in traj.assistant_turns if t.env_reward is not None]
+    assert (
+        len(moves) > 2 * len(remote) and len({t.state_hash for t in moves}) > 16
+    )  # it played, from many states
