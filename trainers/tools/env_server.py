@@ -173,7 +173,8 @@ class EnvironmentServerTool(EnvironmentTool):
         """End the episode with an error observation; a fault of the server counts in `server_errors`."""
         self.server_errors += int(fault)
         self.environment.done = True
-        self.environment.error = f"{self.name}: environment server error: {message}; the episode is over"
+        cause = f"environment server error: {message}" if fault else message
+        self.environment.error = f"{self.name}: {cause}; the episode is over"
         return ToolOutput(False, "", self.environment.error)
 
     async def _post(self, path: str, body: dict[str, Any]) -> Any:
@@ -213,6 +214,33 @@ class EnvironmentServerTool(EnvironmentTool):
                     await self._post("/close", {"episode_id": self.episode_id})
         await self._client.aclose()
         self._client = None
+
+
+def server_metadata(url: str, timeout_s: float = 10.0) -> dict[str, Any]:
+    """An environment server's `GET /metadata` through the egress guard (ServerFault when unreachable or
+    garbled): for trainers' own servers the environment's `name`, `actions`, `legend` and `config`."""
+    import httpx
+
+    from trainers.net.guard import guarded_client
+    from trainers.tools.http import ssl_context
+
+    async def fetch() -> Any:
+        async with guarded_client(timeout=timeout_s, verify=ssl_context()) as client:
+            try:
+                response = await client.get(f"{url.rstrip('/')}/metadata")
+            except httpx.HTTPError:
+                raise ServerFault(EGRESS_ERROR) from None
+        if not response.is_success:
+            raise ServerFault(f"HTTP {response.status_code} from {url}/metadata")
+        try:
+            return response.json()
+        except ValueError:
+            return None
+
+    payload = asyncio.run(fetch())
+    if not isinstance(payload, dict):
+        raise ServerFault("malformed answer: /metadata is not a JSON object")
+    return payload
 
 
 async def _read_capped(response: Any) -> bytes:

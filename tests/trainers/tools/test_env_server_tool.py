@@ -188,3 +188,17 @@ def test_the_egress_guard_refuses_a_loopback_server_nobody_allowlisted(monkeypat
     assert (
         toolset.environment.done and "host not reachable or not allowed" in toolset.environment.observation()
     )
+
+
+def test_a_level_the_server_refuses_ends_the_episode_without_counting_a_server_error():
+    with env_server("frozenlake") as server:
+        toolset = started(
+            {"url": server.url, "name": "lake", "actions": list(MOVES)}, initial_state={"grid": ["PQ"]}
+        )
+        asyncio.run(toolset.start())
+    observation = toolset.environment.observation()
+    assert observation.startswith(
+        "lake: the level was refused: bad initial_state for frozenlake: unknown symbols"
+    )
+    assert observation.endswith("; the episode is over") and toolset.environment.done
+    assert toolset.server_errors() == {"lake": 0}
