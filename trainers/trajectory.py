@@ -33,6 +33,8 @@ class ToolResult:
     error: str | None = None
     latency_s: float = 0.0
     executed: bool = True
+    server: str | None = None  # the MCP or environment server that served the call, if any
+    server_error: bool = False  # the call failed at that server (down, slow, broken reply, isError)
 
 
 @dataclass

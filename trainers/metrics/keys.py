@@ -20,8 +20,8 @@ TOOL_CALLS_PER_TRAJ = "tools/calls_per_traj"
 TOOL_CALLS_PREFIX = "tools/calls/"  # tools/calls/<tool>: mean calls of that tool per trajectory
 TOOL_SUCCESS_RATE = "tools/success_rate"  # ok results / (results + malformed calls); absent without calls
 TOOL_PARSE_ERROR_RATE = "tools/parse_error_rate"  # malformed calls / all calls
-TOOL_SERVER_ERRORS_PREFIX = "tools/server_errors/"  # tools/server_errors/<tool>: server faults per trajectory
-SERVER_ERRORS = "server_errors"  # a trajectory's metadata key: {tool: faults of its server}
+TOOL_SERVER_ERRORS = "tools/server_errors"  # calls that failed at an MCP or environment server, in the step
+TOOL_SERVER_ERRORS_PREFIX = "tools/server_errors/"  # tools/server_errors/<server>: that server's failed calls
 FILTERED_FRAC = "filter/filtered_frac"  # groups dropped by the filters
 
 # Update statistics (the loss functions return these; the loop adds grad norm).
@@ -124,3 +124,7 @@ UNNAMED_TOOL = "(no name)"  # a malformed call whose block named no tool
 
 def tool_calls_key(tool: str) -> str:
     return f"{TOOL_CALLS_PREFIX}{tool or UNNAMED_TOOL}"
+
+
+def server_errors_key(server: str) -> str:
+    return f"{TOOL_SERVER_ERRORS_PREFIX}{server}"

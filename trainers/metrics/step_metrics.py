@@ -6,7 +6,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 
 from trainers.metrics import keys
-from trainers.trajectory import Trajectory
+from trainers.trajectory import ToolResult, Trajectory
 
 TRUNCATION_REASONS = ("length", "token_budget")  # the rollout's finish reasons for a cut-off response
 
@@ -64,19 +64,22 @@ def tool_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
         out[keys.TOOL_SUCCESS_RATE] = sum(r.ok for r in executed) / (len(executed) + malformed)
     if calls:
         out[keys.TOOL_PARSE_ERROR_RATE] = malformed / len(calls)
-    return out | server_error_metrics(trajectories)
+    out.update(server_error_metrics(executed))
+    return out
 
 
-def server_error_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
-    """`tools/server_errors/<tool>`: faults of the tool's server (down, timed out, garbage) per trajectory,
-    for every server-backed tool of the batch (0.0 when its server never failed)."""
-    totals: dict[str, int] = {}
-    for t in trajectories:
-        for name, count in (t.metadata.get(keys.SERVER_ERRORS) or {}).items():
-            totals[name] = totals.get(name, 0) + count
-    return {
-        f"{keys.TOOL_SERVER_ERRORS_PREFIX}{name}": n / len(trajectories) for name, n in sorted(totals.items())
-    }
+def server_error_metrics(results: Sequence[ToolResult]) -> dict[str, float]:
+    """Failed calls per external server (MCP, environment servers), all of them and the total; a series
+    at 0 for every server the step called, so a chart shows when failures start."""
+    by_server: dict[str, int] = {}
+    for result in results:
+        if result.server is not None:
+            by_server[result.server] = by_server.get(result.server, 0) + result.server_error
+    if not by_server:
+        return {}
+    out = {keys.server_errors_key(name): float(count) for name, count in sorted(by_server.items())}
+    out[keys.TOOL_SERVER_ERRORS] = float(sum(by_server.values()))
+    return out
 
 
 def compute_step_metrics(

@@ -5,6 +5,10 @@ and is then sent to a checked address (the Host header and the TLS server name s
 host's), so a DNS answer that changes between check and connect cannot move it. Redirect hops, when a
 client follows them, are new requests through the same check. Every refusal and every failure to reach
 the host raises EgressError with one message: the error text tells nothing about the network behind.
+
+The same checks guard both HTTP clients in use: httpx (the http tool, SandboxFusion) and httpx2, its
+successor with the same interface, which the MCP SDK's streamable-HTTP client takes
+(`GuardedTransport2`).
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ import ipaddress
 import logging
 import socket
 import ssl
+from types import ModuleType
+from typing import Any, ClassVar
 
 import anyio
 import anyio.to_thread
 import httpx
+import httpx2
 
 from trainers.net.policy import EGRESS_ERROR, EgressPolicy, IPAddress, current_policy
 
@@ -32,34 +39,45 @@ class EgressError(httpx.TransportError):
         super().__init__(EGRESS_ERROR, request=request)
 
 
+class EgressError2(httpx2.TransportError):
+    """EgressError for httpx2 clients."""
+
+    def __init__(self, request: httpx2.Request) -> None:
+        super().__init__(EGRESS_ERROR, request=request)
+
+
 def resolve(host: str, port: int) -> list[IPAddress]:
     """Every address `host` resolves to, in resolver order (an IP literal resolves to itself)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(ipaddress.ip_address(info[4][0]) for info in infos))
 
 
-class GuardedTransport(httpx.AsyncBaseTransport):
-    """Resolve, check every address, connect to a checked one; `policy` defaults to `current_policy()`."""
+class _Guard:
+    """Resolve, check every address, connect to a checked one; `policy` defaults to `current_policy()`.
+    Subclasses name the HTTP module (`http`) and its error class (`refused`)."""
+
+    http: ClassVar[ModuleType]
+    refused: ClassVar[type[Exception]]
 
     def __init__(self, policy: EgressPolicy | None = None, *, verify: ssl.SSLContext | bool = True) -> None:
         self.policy = policy if policy is not None else current_policy()
         self._verify = verify
-        self._pools: dict[tuple[str, str, int], httpx.AsyncHTTPTransport] = {}
+        self._pools: dict[tuple[str, str, int], Any] = {}
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: Any) -> Any:
         host = request.url.raw_host.decode("ascii")  # IDNA-encoded: what DNS, SNI and the allowlist see
         port = request.url.port or _DEFAULT_PORTS.get(request.url.scheme)
         if port is None:
             logger.warning("egress refused: scheme %r", request.url.scheme)
-            raise EgressError(request)
+            raise self.refused(request)
         addresses = await self._resolve(request, host, port)
         reason = self.policy.refusal(host, port, addresses)
         if reason is not None:
             logger.warning("egress refused: %s", reason)
-            raise EgressError(request)
+            raise self.refused(request)
         return await self._send_to_first(request, host, addresses, port)
 
-    async def _resolve(self, request: httpx.Request, host: str, port: int) -> list[IPAddress]:
+    async def _resolve(self, request: Any, host: str, port: int) -> list[IPAddress]:
         """Resolution counts against the connect timeout, as the connection it stands for would."""
         timeout = request.extensions.get("timeout", {}).get("connect")
         try:
@@ -67,28 +85,26 @@ class GuardedTransport(httpx.AsyncBaseTransport):
                 return await anyio.to_thread.run_sync(resolve, host, port, abandon_on_cancel=True)
         except (OSError, TimeoutError, UnicodeError, ValueError) as exc:
             logger.info("egress to %s:%s failed to resolve: %r", host, port, exc)
-            raise EgressError(request) from exc
+            raise self.refused(request) from exc
 
-    async def _send_to_first(
-        self, request: httpx.Request, host: str, addresses: list[IPAddress], port: int
-    ) -> httpx.Response:
+    async def _send_to_first(self, request: Any, host: str, addresses: list[IPAddress], port: int) -> Any:
         """The first checked address that accepts the connection gets the request (no retry after that)."""
         failure: Exception | None = None
         for address in addresses:
             try:
                 return await self._send(request, host, address, port)
-            except httpx.TransportError as exc:
+            except self.http.TransportError as exc:
                 failure = exc
-                if not isinstance(exc, httpx.ConnectError):
+                if not isinstance(exc, self.http.ConnectError):
                     break
         logger.info("egress to %s:%s failed: %r", host, port, failure)
-        raise EgressError(request) from failure
+        raise self.refused(request) from failure
 
-    async def _send(self, request: httpx.Request, host: str, address: IPAddress, port: int) -> httpx.Response:
+    async def _send(self, request: Any, host: str, address: IPAddress, port: int) -> Any:
         extensions = dict(request.extensions)
         if request.url.scheme == "https":
             extensions["sni_hostname"] = host  # and the certificate is checked for this name
-        pinned = httpx.Request(
+        pinned = self.http.Request(
             request.method,
             request.url.copy_with(host=str(address)),
             headers=request.headers,  # Host: still the original name (and port)
@@ -97,17 +113,31 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         )
         return await self._pool(request.url.scheme, host, port).handle_async_request(pinned)
 
-    def _pool(self, scheme: str, host: str, port: int) -> httpx.AsyncHTTPTransport:
+    def _pool(self, scheme: str, host: str, port: int) -> Any:
         """Connections are kept per original host: one host's TLS session never serves another name."""
         key = (scheme, host, port)
         if key not in self._pools:
-            self._pools[key] = httpx.AsyncHTTPTransport(verify=self._verify, trust_env=False)
+            self._pools[key] = self.http.AsyncHTTPTransport(verify=self._verify, trust_env=False)
         return self._pools[key]
 
     async def aclose(self) -> None:
         for pool in self._pools.values():
             await pool.aclose()
         self._pools.clear()
+
+
+class GuardedTransport(_Guard, httpx.AsyncBaseTransport):
+    """The guard as an httpx transport."""
+
+    http = httpx
+    refused = EgressError
+
+
+class GuardedTransport2(_Guard, httpx2.AsyncBaseTransport):
+    """The guard as an httpx2 transport (the MCP SDK's client)."""
+
+    http = httpx2
+    refused = EgressError2
 
 
 def guarded_client(

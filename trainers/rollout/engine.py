@@ -20,7 +20,6 @@ from trainers.backends.base import GenerationBackend, GenerationRequest
 from trainers.config.limits import TOOL_LIMIT_NOTICE, RolloutLimits
 from trainers.config.sampling import SamplingParams
 from trainers.envs.base import Environment
-from trainers.metrics.keys import SERVER_ERRORS
 from trainers.parsing.tool_calls import called_name
 from trainers.rollout.caller_thread import run_with_caller_executor
 from trainers.rollout.observations import observation
@@ -139,10 +138,7 @@ class RolloutEngine:
                 await toolset.start()
                 base = seed if seed is not None else self.sampling.seed
                 sample_seed = None if base is None else f"{base}:{group_id}:{k}"
-                traj = await self._rollout(row, group_id, k, toolset, scheduler, sample_seed)
-                if server_errors := toolset.server_errors():  # tools/server_errors/<tool>
-                    traj.metadata[SERVER_ERRORS] = server_errors
-                return traj
+                return await self._rollout(row, group_id, k, toolset, scheduler, sample_seed)
             finally:
                 scheduler.left()
                 await toolset.close()

@@ -1,6 +1,6 @@
 """Tools the policy can call; importing this package registers the built-ins in TOOLS."""
 
-from trainers.tools import calculator, env_server, frozenlake, http, python, search, sokoban
+from trainers.tools import calculator, env_server, frozenlake, http, mcp, python, search, sokoban
 from trainers.tools.base import TOOLS, Tool, ToolOutput
 from trainers.tools.toolset import ToolBinding, Toolset
 
@@ -14,6 +14,7 @@ __all__ = [
     "env_server",
     "frozenlake",
     "http",
+    "mcp",
     "python",
     "search",
     "sokoban",

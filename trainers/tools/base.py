@@ -50,8 +50,6 @@ class Tool(ABC):
     # seconds `invoke` waits on top of timeout_s: for a tool that holds its calls to timeout_s itself and
     # needs a moment first (the calculator starts a child process after one was killed)
     startup_s: ClassVar[float] = 0.0
-    # faults of the server behind the tool (down, timed out, garbage) this trajectory; None: no server
-    server_errors: int | None = None
 
     def __init__(self, *, timeout_s: float | None = None, **config: Any) -> None:
         self.timeout_s = timeout_s if timeout_s is not None else self.default_timeout_s

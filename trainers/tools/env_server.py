@@ -11,7 +11,8 @@ tools do (`{"action": "left || up"}`, `{"actions": [...]}`), each sent as `{"act
 the call's arguments are one action, sent as they are.
 
 Requests go through the egress guard (trainers/net). A server that is down, times out or answers garbage
-ends the episode with an error observation and counts in `server_errors` (`tools/server_errors/<tool>`).
+ends the episode with an error observation; every call's result names the tool as its `server`, and a call
+that failed at the server is a `server_error` (the step metric `tools/server_errors/<tool>`).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class EnvironmentServerTool(EnvironmentTool):
             self.parameters = self.action_parameters(self.actions, max_actions_per_turn)
         self.environment = RemoteEpisode(invalid_action_penalty, max_chars)
         self.episode_id = uuid.uuid4().hex
-        self.server_errors = 0
+        self.faulted = False  # a server fault ended the episode
         self._reset: dict[str, Any] = {}
         self._client: Any = None
 
@@ -135,8 +136,11 @@ class EnvironmentServerTool(EnvironmentTool):
 
     async def invoke(self, arguments: Any) -> ToolResult:
         if self.actions:  # RAGEN's action text, as the in-process environment tools read it
-            return await super().invoke(arguments)
-        return await Tool.invoke(self, arguments)
+            result = await super().invoke(arguments)
+        else:
+            result = await Tool.invoke(self, arguments)
+        result.server, result.server_error = self.name, self.faulted and not result.ok
+        return result
 
     async def run(self, arguments: dict[str, Any]) -> ToolOutput:
         if self.environment.error is not None:
@@ -170,8 +174,8 @@ class EnvironmentServerTool(EnvironmentTool):
         return reward or 0.0
 
     def _end(self, message: str, *, fault: bool = True) -> ToolOutput:
-        """End the episode with an error observation; a fault of the server counts in `server_errors`."""
-        self.server_errors += int(fault)
+        """End the episode with an error observation; `fault`: the server's (its calls are server errors)."""
+        self.faulted = fault
         self.environment.done = True
         cause = f"environment server error: {message}" if fault else message
         self.environment.error = f"{self.name}: {cause}; the episode is over"

@@ -65,12 +65,6 @@ class Toolset:
         """Start every tool (an environment server's tool resets its episode here); call once after build."""
         await asyncio.gather(*(tool.start() for tool in self.tools.values()))
 
-    def server_errors(self) -> dict[str, int]:
-        """Faults of each server-backed tool so far (`tools/server_errors/<tool>`); no key for other tools."""
-        return {
-            name: tool.server_errors for name, tool in self.tools.items() if tool.server_errors is not None
-        }
-
     def specs(self) -> list[dict[str, Any]]:
         """OpenAI function specs, in binding order, for the template's system prompt."""
         return [tool.spec() for tool in self.tools.values()]

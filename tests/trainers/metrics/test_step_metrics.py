@@ -104,14 +104,3 @@ def test_rates_absent_without_tool_calls_and_filtered_frac_passed_through():
 def test_component_named_like_a_summary_does_not_overwrite_it():
     assert keys.reward_component_key("mean") == "reward/component/mean"
     assert keys.reward_component_key("toolrl") == "reward/toolrl"
-
-
-def test_server_errors_are_a_per_trajectory_count_for_every_server_backed_tool():
-    batch = [traj(f"s{n}", "s", 0.0, {}, [assistant(1)]) for n in range(4)]
-    for t, errors in zip(batch, [{"lake": 2}, {"lake": 0}, {"lake": 1, "shop": 0}, {}], strict=True):
-        if errors:
-            t.metadata[keys.SERVER_ERRORS] = errors
-    metrics = compute_step_metrics(batch)
-    assert metrics[keys.TOOL_SERVER_ERRORS_PREFIX + "lake"] == pytest.approx(0.75)
-    assert metrics[keys.TOOL_SERVER_ERRORS_PREFIX + "shop"] == 0.0
-    assert not any(k.startswith(keys.TOOL_SERVER_ERRORS_PREFIX) for k in compute_step_metrics(BATCH))
