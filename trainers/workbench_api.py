@@ -34,7 +34,11 @@ Rewards
     describe_components (the components' descriptions and parameter schemas), score_text (score one
     response text with a definition).
 Tools
-    TOOLS (registry of built-in tools), Toolset (tools built from bindings, with their specs).
+    TOOLS (registry of built-in tools), Toolset (tools built from bindings, with their specs; call
+    `await toolset.start()` before the first call and `close()` after, in one event loop: an `env_server`
+    tool resets its episode in `start`).
+    server_metadata(url): an environment server's `GET /metadata` through the egress guard (`name`,
+    `actions`, `legend`, `config` for trainers' own servers), ServerFault when it cannot be read.
 Sandbox
     SandboxError (the sandbox failed or refused to start), sandbox_probe() (the isolation a pool
     started by this process gets: mode "root" | "userns" | "none" | "refused"), sandbox_insecure_allowed()
@@ -79,6 +83,7 @@ from trainers.sandbox.pool import probe as sandbox_probe
 from trainers.storage import ArtifactStore
 from trainers.templates import TEMPLATES, TemplateRenderError
 from trainers.tools import TOOLS, Toolset
+from trainers.tools.env_server import ServerFault, server_metadata
 from trainers.training.eval_run import EvalConfig, eval_config_from_run, evaluate_config
 from trainers.training.eval_run import finite as eval_metrics_finite
 from trainers.training.eval_schedule import evaluation_due
@@ -121,6 +126,7 @@ __all__ = [
     "SandboxError",
     "SandboxLimits",
     "Schedule",
+    "ServerFault",
     "Sink",
     "TemplateRenderError",
     "Toolset",
@@ -128,6 +134,7 @@ __all__ = [
     "build_tiny_tokenizer",
     "demo_expert_conversations",
     "describe_components",
+    "server_metadata",
     "egress_policy",
     "eval_config_from_run",
     "eval_metrics_finite",

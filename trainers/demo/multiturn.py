@@ -20,10 +20,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from trainers.config.loader import validate_config
 from trainers.demo.progress import Progress, evaluation_numbers, rl_sink
-from trainers.demo.settings import below, not_positive, not_shares, refuse, shared_problems
+from trainers.demo.settings import SettingsError, below, not_positive, not_shares, refuse, shared_problems
 from trainers.envs.base import Environment
 from trainers.metrics.keys import SFT_LOSS
 from trainers.tools.toolset import Toolset
@@ -52,10 +53,23 @@ class Game:
     layout: Callable[[str], str] = str  # a start grid without its player: the map that the split keys on
     # the tool's config: `describe` (the surroundings line), `invalid_action_penalty` (RAGEN's format_penalty)
     tool_config: dict[str, Any] = field(default_factory=dict)
+    server: str | None = None  # an environment server's URL: RL and evaluation play through it
 
     def binding(self) -> dict[str, Any]:
-        """The tool as a run config names it; experts, evaluation and RL all play through this."""
+        """The in-process tool as a run config names it; experts and the level split play through this."""
         return {"name": self.tool, "config": dict(self.tool_config)}
+
+    def rollout_binding(self) -> dict[str, Any]:
+        """What RL and evaluation play through: the in-process tool, or with `server` the `env_server` tool
+        shown to the policy exactly as the in-process one (name, description, action schema)."""
+        if self.server is None:
+            return self.binding()
+        toolset = self.toolset()
+        spec = toolset.specs()[0]["function"]
+        config = {"url": self.server, "name": spec["name"], "description": spec["description"],
+                  "parameters": spec["parameters"], "actions": list(toolset.environment.actions),
+                  "invalid_action_penalty": toolset.environment.invalid_action_penalty}  # fmt: skip
+        return {"name": "env_server", "config": config}
 
     def toolset(self, initial_state: dict[str, Any] | None = None) -> Toolset:
         return Toolset.build([self.binding()], initial_state=initial_state)
@@ -127,6 +141,31 @@ class MultiTurnReport:
             lines.append(f"{label:<30}{b:>12.3f}{a:>12.3f}{a - b:>+10.3f}")
         lines.append(f"wall time: SFT {self.sft_seconds:.0f} s + RL {self.rl_seconds:.0f} s")
         return "\n".join(lines)
+
+
+def served(game: Game, url: str) -> Game:
+    """`game` with RL and evaluation through the environment server at `url`, which must serve the game's
+    environment with its config (SettingsError naming the command that would). The operator named the
+    server on the command line: its host and port join this process's egress allowlist."""
+    import os
+
+    from trainers.net import ALLOW_ENV
+    from trainers.tools.env_server import ServerFault, server_metadata
+
+    where = urlsplit(url)
+    os.environ[ALLOW_ENV] = ",".join(filter(None, [os.environ.get(ALLOW_ENV), where.netloc]))
+    env_config = {k: v for k, v in game.tool_config.items() if k != "invalid_action_penalty"}
+    start = (
+        f"python -m trainers env-server {game.tool} --config '{json.dumps(env_config)}' --port {where.port}"
+    )
+    try:
+        meta = server_metadata(url)
+    except ServerFault as exc:
+        raise SettingsError(f"--env-server {url}: {exc}; start one with: {start}") from None
+    if meta.get("name") != game.tool or meta.get("config") != env_config:
+        raise SettingsError(f"--env-server {url} serves {meta.get('name')} with {meta.get('config')}, not "
+                            f"{game.tool} with {env_config}; start one with: {start}")  # fmt: skip
+    return replace(game, server=url)
 
 
 def level_rows(game: Game, name: str, count: int, *, held_out: bool = False) -> list[dict[str, Any]]:
@@ -241,7 +280,7 @@ def rl_config(
         "output_dir": str(out),
         "model": {"path": str(model_dir)},
         "template": {"name": "qwen_tool"},
-        "tools": [game.binding()],
+        "tools": [game.rollout_binding()],
         "limits": limits(game),
         "sampling": {"temperature": 1.0},
         "rollout": {"prompts_per_step": s.prompts_per_step, "samples_per_prompt": s.samples_per_prompt},
@@ -270,7 +309,7 @@ def held_out_eval(
     from trainers.training.evaluate import Evaluator
 
     engine = RolloutEngine(
-        HFBackend(model, tokenizer), "qwen_tool", [game.binding()], RolloutLimits(**limits(game))
+        HFBackend(model, tokenizer), "qwen_tool", [game.rollout_binding()], RolloutLimits(**limits(game))
     )
     evaluator = Evaluator(engine, rows, success_judge(game), samples=s.eval_samples)
     with (progress or Progress(enabled=False)).phase(name, evaluator.mode_count) as phase:

@@ -135,6 +135,7 @@ class RolloutEngine:
             toolset = Toolset.build(self.tool_bindings, initial_state=row.get("initial_state"), seed=env_seed)
             scheduler.joined()
             try:
+                await toolset.start()
                 base = seed if seed is not None else self.sampling.seed
                 sample_seed = None if base is None else f"{base}:{group_id}:{k}"
                 return await self._rollout(row, group_id, k, toolset, scheduler, sample_seed)

@@ -76,6 +76,10 @@ class Tool(ABC):
         where = "/".join(str(p) for p in exc.absolute_path)
         return f"invalid arguments for {cls.name}{' at ' + where if where else ''}: {exc.message}"
 
+    async def start(self) -> None:
+        """Do what needs the event loop before the first call (an environment server's reset); once."""
+        return None
+
     async def close(self) -> None:
         """Release what the tool holds (clients, environments); called once when its trajectory ends."""
         return None

@@ -33,15 +33,19 @@ class EnvironmentTool(Tool):
         **env_config: Any,
     ) -> None:
         super().__init__(timeout_s=timeout_s)
-        if max_actions_per_turn < 1:
-            raise ValueError("max_actions_per_turn must be at least 1")
         self.environment = self.env_class(**env_config)
-        self.max_actions_per_turn = max_actions_per_turn
-        self.turn_actions: int | None = None  # actions taken this turn; None outside a turn (direct calls)
+        self.count_turns(max_actions_per_turn)
         if self.environment.describe:  # the spec says what the extra line is
             self.description = f"{self.description} {DESCRIBE_NOTE}"
         if max_actions_per_turn != MAX_ACTIONS_PER_TURN:  # the spec shows this instance's cap
             self.parameters = self.action_parameters(tuple(self.env_class.actions), max_actions_per_turn)
+
+    def count_turns(self, max_actions_per_turn: int) -> None:
+        """Take at most `max_actions_per_turn` actions a turn (see `begin_turn`)."""
+        if max_actions_per_turn < 1:
+            raise ValueError("max_actions_per_turn must be at least 1")
+        self.max_actions_per_turn = max_actions_per_turn
+        self.turn_actions: int | None = None  # actions taken this turn; None outside a turn (direct calls)
 
     @classmethod
     def action_parameters(
@@ -86,7 +90,7 @@ class EnvironmentTool(Tool):
         for action in actions[:room]:
             if env.done:
                 break
-            reward += env.step(action)[1]
+            reward += await self.take(action)
             taken += 1
         if self.turn_actions is not None:
             self.turn_actions += taken
@@ -98,6 +102,10 @@ class EnvironmentTool(Tool):
             why = "the episode is over" if env.done else f"at most {cap} actions per turn"
             lines.append(f"not taken ({why}): {', '.join(rest)}")
         return ToolOutput(True, "\n".join(lines))
+
+    async def take(self, action: str) -> float:
+        """One action in the environment; its reward."""
+        return self.environment.step(action)[1]
 
 
 def normalise_actions(arguments: Any) -> Any:

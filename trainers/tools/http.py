@@ -50,7 +50,7 @@ class HttpTool(Tool):
             # connection fails with the same error as a refused one, before the call's own timeout names
             # a timeout; waiting for the reply is bounded by that call timeout alone.
             timeout = httpx.Timeout(self.timeout_s, connect=self.timeout_s / 2, read=None)
-            self._client = guarded_client(timeout=timeout, headers=self.headers, verify=_ssl_context())
+            self._client = guarded_client(timeout=timeout, headers=self.headers, verify=ssl_context())
         try:
             response = await self._client.post(self.url, json=arguments)
         except httpx.HTTPError:  # refused, unresolvable, unreachable, broken: the same words for all
@@ -67,7 +67,7 @@ class HttpTool(Tool):
 
 
 @cache
-def _ssl_context() -> ssl.SSLContext:
+def ssl_context() -> ssl.SSLContext:
     """Loading the CA bundle takes tens of milliseconds; do it once, not once per trajectory."""
     import certifi
 

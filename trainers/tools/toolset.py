@@ -61,6 +61,10 @@ class Toolset:
             tools.append(tool)
         return cls(tools)
 
+    async def start(self) -> None:
+        """Start every tool (an environment server's tool resets its episode here); call once after build."""
+        await asyncio.gather(*(tool.start() for tool in self.tools.values()))
+
     def specs(self) -> list[dict[str, Any]]:
         """OpenAI function specs, in binding order, for the template's system prompt."""
         return [tool.spec() for tool in self.tools.values()]

@@ -19,6 +19,8 @@ REFUSED = [
     (["--rl-steps", "0", "--sft-lr", "-1"],
      "invalid demo settings: rl_steps must be at least 1, not 0; sft_lr must be positive, not -1.0"),
     (["--samples-per-prompt", "1", "--tool-fraction", "2"], "samples_per_prompt must be at least 2, not 1"),
+    (["--env-server", "http://127.0.0.1:9"],
+     "--env-server applies only to frozenlake and sokoban, not to the calculator demo"),
 ]  # fmt: skip
 
 
