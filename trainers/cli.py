@@ -10,9 +10,9 @@ from trainers.data_prep import cli as data_prep_cli
 from trainers.demo import cli as demo_cli
 from trainers.demo.settings import SettingsError
 from trainers.envs import cli as envs_cli
-from trainers.mcp import cli as mcp_cli
 from trainers.rollout import cli as rollout_cli
 from trainers.sandbox import cli as sandbox_cli
+from trainers.tools import cli as tools_cli
 from trainers.training import cli as training_cli
 from trainers.training import eval_cli
 
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_cli.add_parser(subparsers)
     data_prep_cli.add_parser(subparsers)
     eval_cli.add_parser(subparsers)
-    mcp_cli.add_parser(subparsers)
+    tools_cli.add_parser(subparsers)
     envs_cli.add_parser(subparsers)
     return parser
 

@@ -9,8 +9,8 @@ import shlex
 import sys
 
 from trainers.mcp.client import POOL, McpCallError
-from trainers.mcp.serve import SERVABLE, build_server, serve_http, serve_stdio
 from trainers.mcp.servers import McpServer, schema_hash
+from trainers.tools.mcp_serve import SERVABLE, build_server, serve_http, serve_stdio
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
