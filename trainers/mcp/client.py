@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -37,6 +38,7 @@ class _Session:
         self.policy = policy
         self.session: Any = None
         self.failure: BaseException | None = None
+        self.started = time.monotonic()
         self._ready = asyncio.Event()
         self._close = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._hold())
@@ -51,7 +53,7 @@ class _Session:
             await asyncio.wait_for(self._ready.wait(), self.server.connect_timeout_s)
         except TimeoutError:
             await self.close()
-            raise McpCallError(f"MCP server {self.server.name!r} did not answer initialize in time") from None
+            self.failure = TimeoutError(f"no answer to initialize in {self.server.connect_timeout_s:g}s")
         if self.session is None:
             raise McpCallError(f"MCP server {self.server.name!r} is unreachable: {_describe(self.failure)}")
         return self.session
@@ -168,17 +170,20 @@ class McpClientPool:
             return self._loop
 
     async def _session(self, server: McpServer, policy: EgressPolicy) -> Any:
-        """The open session for `server`, opening (or reopening after a failure) one at a time."""
-        lock = self._opening.setdefault(server.name, asyncio.Lock())
-        async with lock:
+        """The open session for `server`. One caller opens it while the others wait; those that were
+        waiting on an attempt that failed get its error instead of each trying again in turn."""
+        asked = time.monotonic()
+        async with self._opening.setdefault(server.name, asyncio.Lock()):
             current = self._sessions.get(server.name)
             if current is not None and current.alive and (current.server, current.policy) == (server, policy):
                 return current.session
+            if current is not None and current.failure is not None and current.started >= asked:
+                raise McpCallError(f"MCP server {server.name!r} is unreachable: {_describe(current.failure)}")
             if current is not None:
                 await current.close()
             current = _Session(server, policy)
             self._sessions[server.name] = current
-        return await current.opened()
+            return await current.opened()
 
     async def _drop(self, server: McpServer, session: Any) -> None:
         current = self._sessions.get(server.name)
@@ -217,7 +222,8 @@ class McpClientPool:
 
         session = await self._session(server, policy)
         try:
-            return await session.call_tool(tool, arguments, read_timeout_seconds=timeout_s)
+            # the SDK's own deadline is a backstop: the tool's timeout fires first, with one message
+            return await session.call_tool(tool, arguments, read_timeout_seconds=timeout_s + 1.0)
         except MCPError as exc:
             stale = exc.message == SESSION_TERMINATED
             if stale or exc.code == SESSION_CLOSED:

@@ -211,3 +211,27 @@ def test_a_malformed_server_list_is_refused_with_its_reason(setting: str, messag
 def test_the_schema_hash_ignores_key_order() -> None:
     assert schema_hash({"a": 1, "b": [1, 2]}) == schema_hash({"b": [1, 2], "a": 1})
     assert schema_hash({"a": 1}) != schema_hash({"a": 2})
+
+
+@pytest.mark.parametrize("server", ["web", "local"])
+def test_concurrent_first_calls_share_one_new_session(server: str) -> None:
+    """A rollout's first turn calls the server from every trajectory at once, before any session is open."""
+    asyncio.run(POOL.close())
+
+    async def burst():
+        return await asyncio.gather(*(add_tool(server).invoke({"a": i, "b": 1}) for i in range(16)))
+
+    results = asyncio.run(burst())
+    assert [r.output.splitlines()[0] for r in results] == [str(i + 1) for i in range(16)]
+
+
+def test_calls_waiting_on_a_server_that_cannot_be_reached_fail_together(monkeypatch) -> None:
+    down = {"command": ["/nonexistent/mcp-server"], "connect_timeout_s": 2}
+    monkeypatch.setenv(SERVERS_ENV, servers_setting(web=down))
+
+    async def burst():
+        return await asyncio.gather(*(add_tool().invoke({"a": 1, "b": 1}) for _ in range(8)))
+
+    results = asyncio.run(burst())
+    assert all(not r.ok and r.server_error and "unreachable" in r.error for r in results)
+    assert max(r.latency_s for r in results) < 2.0  # one failed start, not eight in turn
