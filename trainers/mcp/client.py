@@ -22,6 +22,9 @@ from trainers.mcp.servers import McpServer
 from trainers.net.policy import AllowEntry, EgressPolicy, current_policy
 
 T = TypeVar("T")
+# Connections kept open to one server: a rollout's turn sends every trajectory's call at once, and each
+# connection past the kept ones is set up and torn down again on both sides
+MCP_KEEPALIVE = 256
 SESSION_CLOSED = -32000  # the SDK's CONNECTION_CLOSED: the transport ended under a request
 SESSION_TERMINATED = "Session terminated"  # the SDK's answer to HTTP 404: the server forgot the session
 
@@ -109,7 +112,7 @@ async def _guarded_http_client(url: str, policy: EgressPolicy) -> AsyncIterator[
     port = parts.port or (443 if parts.scheme == "https" else 80)
     allowed = EgressPolicy(allow=(*policy.allow, AllowEntry(parts.hostname or "", port)))
     client = httpx2.AsyncClient(
-        transport=GuardedTransport2(allowed),
+        transport=GuardedTransport2(allowed, keepalive=MCP_KEEPALIVE),
         timeout=httpx2.Timeout(30.0, read=300.0),
         trust_env=False,
         follow_redirects=False,

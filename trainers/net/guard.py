@@ -66,9 +66,12 @@ class _Guard:
     http: ClassVar[ModuleType]
     refused: ClassVar[type[Exception]]
 
-    def __init__(self, policy: EgressPolicy | None = None, *, verify: ssl.SSLContext | bool = True) -> None:
+    def __init__(
+        self, policy: EgressPolicy | None = None, *, verify: ssl.SSLContext | bool = True, keepalive: int = 20
+    ) -> None:
         self.policy = policy if policy is not None else current_policy()
         self._verify = verify
+        self._keepalive = keepalive  # idle connections kept per host (httpx's default: 20)
         self._pools: dict[tuple[str, str, int], Any] = {}
 
     async def handle_async_request(self, request: Any) -> Any:
@@ -128,7 +131,11 @@ class _Guard:
         """Connections are kept per original host: one host's TLS session never serves another name."""
         key = (scheme, host, port)
         if key not in self._pools:
-            self._pools[key] = self.http.AsyncHTTPTransport(verify=self._verify, trust_env=False)
+            limits = self.http.Limits(
+                max_connections=max(100, self._keepalive), max_keepalive_connections=self._keepalive
+            )
+            pool = self.http.AsyncHTTPTransport(verify=self._verify, trust_env=False, limits=limits)
+            self._pools[key] = pool
         return self._pools[key]
 
     async def aclose(self) -> None:
