@@ -143,13 +143,14 @@ LEGENDS = """() => [...document.querySelectorAll('.js-plotly-plot')].map((div) =
 def test_tool_and_evaluation_charts_name_their_series_and_keep_shares_apart(page, login, member, run):
     """A run whose every call failed to parse: its tool chart shows success at 0 beside parse errors at
     1, both named in a legend on a 0-100% axis (a lone parse-error line at 1.0 read as 100% success);
-    unnamed calls are named; the evaluation's shares, tool-call counts and lengths get charts of their
+    unnamed calls are named, and the servers whose calls failed; the evaluation's shares, tool-call counts and lengths get charts of their
     own; every chart has a legend, and no legend is clipped, the 20 evaluation series included."""
     points = []
     for step in range(1, 21):
         points += [(step, "reward/mean", 0.0), (step, "tools/calls_per_traj", 1.0)]
         points += [(step, "tools/calls/(no name)", 1.0), (step, "tools/parse_error_rate", 1.0)]
         points += [(step, "tools/success_rate", 0.0)]
+        points += [(step, "tools/server_errors", step % 3), (step, "tools/server_errors/search", step % 3)]
         points += [
             (step, f"eval/{mode}/{name}", v)
             for mode in ("greedy", "sampled")
@@ -168,6 +169,7 @@ def test_tool_and_evaluation_charts_name_their_series_and_keep_shares_apart(page
     assert success["yrange"] == [-0.02, 1.02]
     expect(page.locator("#chart-tool-success .ytick text").last).to_have_text("100%")
     assert charts["chart-tool-calls"]["legend"] == ["all tools", "unparsed call (named no tool)"]
+    assert charts["chart-server-errors"]["legend"] == ["all servers", "search"]
     evaluation = {
         key: charts[f"chart-{key}"] for key in ("eval", "eval-tool-use", "eval-tool-calls", "eval-length")
     }

@@ -28,6 +28,11 @@ window.RunCharts = (() => {
       id: "tool-success", title: "Tool calls: share that succeeded, share that failed to parse", keys: ["tools/success_rate", "tools/parse_error_rate"],
       label: (key) => ({ "tools/success_rate": "succeeded", "tools/parse_error_rate": "failed to parse" })[key], share: true,
     },
+    {
+      id: "server-errors", title: "Tool calls that failed at their server (MCP, environment servers), per step",
+      keys: ["tools/server_errors"], prefix: "tools/server_errors/",
+      label: (key) => (key === "tools/server_errors" ? "all servers" : key.slice("tools/server_errors/".length)),
+    },
     { id: "filtered", title: "Fraction of groups filtered", keys: ["filter/filtered_frac"] },
     { id: "throughput", title: "Throughput (tokens/s)", keys: ["perf/tokens_per_s"] },
     { id: "time", title: "Step time split (s)", keys: ["time/generation", "time/tools", "time/update", "time/step"] },
