@@ -5,19 +5,25 @@ rollout workers alike (the bound tool carries the run's team, whatever the confi
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.urls import reverse
 
 from tests.support.mcp_processes import HttpMcpServer, http_mcp_server, servers_setting
 from trainers.config import RunConfig
+from trainers.trajectory import ToolCall
+from trainers.workbench_api import Toolset
 from workbench.runs.config.bounds import OutOfBounds, run_config_bound
 from workbench.runs.execution.rollout_job_bounds import RolloutJobRefused, rollout_job_bound
 from workbench.runs.models import Run, RunStatus
 from workbench.runs.services import run_create, run_create_check
+from workbench.runs.telemetry.ingest import trajectories_ingest
 from workbench.toolschemas import mcp
 from workbench.toolschemas.selectors import mcp_server_get
+from workbench.toolschemas.services import operator_context
 
 from .test_runs_rollout_job_bounds import payload
 
@@ -108,3 +114,20 @@ def test_a_rollout_job_gets_the_runs_team_too(server, team, member):
     assert job.spec["tools"][0]["config"]["team"] == "alpha"
     with pytest.raises(RolloutJobRefused, match="tools.0.config.server"):
         rollout_job_bound(payload(running, tools=[binding("theirs", team="beta")]))
+
+
+def test_the_inspector_shows_mcp_calls_with_their_server(server, client_for, member, run, make_trajectory):
+    calls = [ToolCall("add", {"a": 2, "b": 40}), ToolCall("fails", {})]
+    toolset = Toolset.build(
+        [binding(team="alpha"), binding(tool="fails", parameters={"type": "object"}, team="alpha")]
+    )
+    with operator_context():
+        results = asyncio.run(toolset.call_many(calls))
+    traj = make_trajectory("g0", 0)
+    traj.turns[1].tool_calls, traj.turns[2].tool_results = calls, results
+    trajectories_ingest(run_id=run.pk, batches={1: [traj]})
+    url = reverse("runs:trajectory", args=[run.pk, run.trajectories.get().pk])
+    body = client_for(member).get(url).content.decode()
+    served = '<code>add</code> <span class="muted">on server</span> <code class="tool-server">web</code>'
+    assert f"response from</span> {served}" in body
+    assert "the tool failed on purpose" in body and "· server error" in body
