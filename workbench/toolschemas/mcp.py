@@ -42,16 +42,30 @@ class ServerTool:
 
 def mcp_tools_list(server: McpServer) -> list[ServerTool]:
     """The server's tools (`tools/list`, within the egress policy); McpUnavailable when it cannot answer."""
+    listing = mcp_listings([server])[server.name]
+    if isinstance(listing, str):
+        raise McpUnavailable(listing)
+    return list(listing.values())
+
+
+def mcp_listings(servers: Sequence[McpServer]) -> dict[str, dict[str, ServerTool] | str]:
+    """Each server's tools by name, or why it could not list them; the servers are asked concurrently."""
+
+    async def every() -> list[dict[str, ServerTool] | str]:
+        return await asyncio.gather(*(_listing(server) for server in servers))
+
+    with operator_context(mcp=False):
+        return dict(zip([server.name for server in servers], asyncio.run(every()), strict=True))
+
+
+async def _listing(server: McpServer) -> dict[str, ServerTool] | str:
     try:
-        with operator_context(mcp=False):
-            tools = asyncio.run(asyncio.wait_for(MCP_POOL.list_tools(server), LIST_TIMEOUT_S))
+        tools = await asyncio.wait_for(MCP_POOL.list_tools(server), LIST_TIMEOUT_S)
     except TimeoutError:
-        raise McpUnavailable(
-            f"MCP server {server.name!r} did not list its tools within {LIST_TIMEOUT_S:g} s"
-        ) from None
+        return f"MCP server {server.name!r} did not list its tools within {LIST_TIMEOUT_S:g} s"
     except McpCallError as exc:
-        raise McpUnavailable(str(exc)) from None
-    return [ServerTool(t.name, t.description or "", dict(t.input_schema or {})) for t in tools]
+        return str(exc)
+    return {t.name: ServerTool(t.name, t.description or "", dict(t.input_schema or {})) for t in tools}
 
 
 def _content(server: McpServer, tool: ServerTool, prefix: str) -> ToolSchemaContent:
@@ -135,39 +149,36 @@ def mcp_launch_errors(*, team: Team, tools: Sequence[Any], labels: Sequence[str]
     """Why the run's MCP tools (bindings of the composed config, `labels` naming each) cannot launch: a
     server that does not answer, a tool it no longer offers, an input schema changed since import. Servers
     not listed or not open to the team are the operator bounds' errors, not repeated here."""
+    if not any(_is_mcp(tool) for tool in tools):
+        return []
     try:
         servers = mcp_servers()
     except ValueError:
         return []  # a malformed server list: the bounds say so
-    wanted = [(label, tool["config"]) for label, tool in zip(labels, tools, strict=True) if _is_mcp(tool)]
-    listings: dict[str, dict[str, ServerTool] | str] = {}
+    wanted = [
+        (label, tool["config"], servers[tool["config"].get("server")])
+        for label, tool in zip(labels, tools, strict=True)
+        if _is_mcp(tool) and _open(servers.get(tool["config"].get("server")), team)
+    ]
+    listings = mcp_listings(list({server.name: server for _, _, server in wanted}.values()))
     errors = []
-    for label, config in wanted:
-        server = servers.get(str(config.get("server")))
-        if server is None or not server.open_to(team.name):
-            continue
-        if server.name not in listings:
-            listings[server.name] = _listing(server)
+    for label, config, server in wanted:
         error = _pin_error(listings[server.name], config)
         if error:
             errors.append(f"{label} (MCP server {server.name!r}, tool {config.get('tool')!r}): {error}")
     return errors
 
 
+def _open(server: McpServer | None, team: Team) -> bool:
+    return server is not None and server.open_to(team.name)
+
+
 def _is_mcp(binding: Any) -> bool:
-    return (
-        isinstance(binding, dict)
-        and binding.get("name") == MCP_TOOL
-        and isinstance(binding.get("config"), dict)
-    )
-
-
-def _listing(server: McpServer) -> dict[str, ServerTool] | str:
-    """The server's tools by name, or why it could not list them."""
-    try:
-        return {tool.name: tool for tool in mcp_tools_list(server)}
-    except McpUnavailable as exc:
-        return str(exc)
+    """An mcp binding whose server is a name (anything else is the config validation's or bounds' error)."""
+    if not isinstance(binding, dict) or binding.get("name") != MCP_TOOL:
+        return False
+    config = binding.get("config")
+    return isinstance(config, dict) and isinstance(config.get("server"), str)
 
 
 def _pin_error(listing: dict[str, ServerTool] | str, config: dict[str, Any]) -> str | None:

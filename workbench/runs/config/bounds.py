@@ -128,7 +128,8 @@ class OperatorBounds:
             "model.tokenizer_path": f"Operator bound: a directory under {models}.",
             "tools": f"Operator bounds on python's limits: {limits}, pool_size ≤ {self.max_pool_size:g}; "
             f"{network}; limits.preload only of {preload} ({PRELOAD}). The calculator's {calculator}. "
-            f"A tool's *_path: a file under {data}.",
+            f"A tool's *_path: a file under {data}. An mcp tool: a server of {MCP_SERVERS} open to the "
+            "run's team.",
             "training.deepspeed.ranks": f"Operator bound: ≤ {self.max_ranks} ({MAX_RANKS}); on the CPU "
             "(resources.gpus 0) no more than the CPU cores of the worker that trains the run, with GPUs one "
             "rank per GPU",
