@@ -98,15 +98,21 @@ def _messages(exc: ValidationError) -> list[str]:
     return exc.messages
 
 
-@transaction.atomic
 def mcp_tools_import(
     *, team: Team, user, server: McpServer, names: Sequence[str], prefix: str = ""
 ) -> list[ToolSchemaVersion]:
     """One tool schema per chosen tool, as the server lists it now, named by its function name (`prefix`
     first). A name the team's catalog already uses is refused, unless that item is this server's same tool:
     then the import is its new version (when the server changed the tool). All or nothing: a ValidationError
-    names each refused tool."""
+    names each refused tool. The server is asked before the transaction opens."""
     offered = {tool.name: tool for tool in mcp_tools_list(server)}
+    with transaction.atomic():
+        return _import_all(team=team, user=user, server=server, offered=offered, names=names, prefix=prefix)
+
+
+def _import_all(
+    *, team: Team, user, server: McpServer, offered: dict[str, ServerTool], names: Sequence[str], prefix: str
+) -> list[ToolSchemaVersion]:
     errors: list[str] = []
     saved: list[ToolSchemaVersion] = []
     for name in dict.fromkeys(names):
@@ -119,7 +125,7 @@ def mcp_tools_import(
         except ValidationError as exc:
             errors.extend(f"{name}: {message}" for message in _messages(exc))
     if errors:
-        raise ValidationError(errors)
+        raise ValidationError(errors)  # rolls back what this import saved
     return saved
 
 

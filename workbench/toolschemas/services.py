@@ -139,10 +139,8 @@ def tool_schema_update(
 def _check_kept_pins(latest: ToolSchemaVersion, content: ToolSchemaContent) -> None:
     """An edit keeps an MCP tool an MCP tool with its server, tool and schema (a new import changes those),
     and makes no other tool an MCP tool."""
-    was_mcp, is_mcp = (
-        latest.implementation == Implementation.MCP,
-        content.implementation == Implementation.MCP,
-    )
+    was_mcp = latest.implementation == Implementation.MCP
+    is_mcp = content.implementation == Implementation.MCP
     if was_mcp and any(getattr(latest, name) != getattr(content, name) for name in PINNED):
         raise ValidationError(
             "An imported MCP tool keeps its server, tool and input schema: import it again to change them."
