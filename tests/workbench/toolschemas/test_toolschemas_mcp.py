@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from django.core.exceptions import ValidationError
 
-from tests.support.mcp_processes import HttpMcpServer, http_mcp_server, servers_setting
+from tests.support.mcp_processes import HttpMcpServer, http_mcp_server, servers_setting, stdio_command
 from trainers.workbench_api import mcp_schema_hash
 from workbench.toolschemas import mcp, services
 from workbench.toolschemas.models import ToolSchema, ToolSchemaVersion
@@ -49,6 +49,16 @@ def test_the_listing_has_each_tools_name_description_and_schema(team):
     tools = {t.name: t for t in mcp.mcp_tools_list(mcp_server_get(team=team, name="web"))}
     assert tools["add"].description == "Add two integers."
     assert set(tools["add"].input_schema["required"]) == {"a", "b"}
+
+
+def test_a_stdio_server_is_listed_and_imported_from_too(team, member, settings):
+    settings.WORKBENCH_MCP_SERVERS = servers_setting(local={"command": stdio_command()})
+    (local,) = mcp_servers_for(team=team)
+    assert local.transport == "stdio" and "tests.support.mcp_server" in local.address
+    (echo,) = imported(team, member, "echo", server="local")
+    assert (echo.mcp_server, echo.mcp_tool) == ("local", "echo")
+    result = services.tool_schema_try(version=echo, arguments_text='{"text": "hi"}')
+    assert result.ok and result.output.splitlines()[0] == "hi"
 
 
 def test_import_pins_the_server_the_tool_and_the_schema(team, member):
