@@ -39,6 +39,13 @@ Tools
     tool resets its episode in `start`).
     server_metadata(url): an environment server's `GET /metadata` through the egress guard (`name`,
     `actions`, `legend`, `config` for trainers' own servers), ServerFault when it cannot be read.
+MCP servers
+    McpServer (one operator-listed server: name, transport, address, open_to(team)), McpServerError
+    (the list is malformed, or a server unknown or closed to a team), parse_servers(text) (servers by
+    name from WORKBENCH_MCP_SERVERS's text), listed_servers(servers) (tools built and called in that
+    context see those servers), MCP_POOL (the process's sessions: `await MCP_POOL.list_tools(server)`),
+    McpCallError (a server down, slow or broken), mcp_schema_hash(input_schema) (what an import pins),
+    mcp_function_name(tool_name) (a server's tool name as a function name).
 Sandbox
     SandboxError (the sandbox failed or refused to start), sandbox_probe() (the isolation a pool
     started by this process gets: mode "root" | "userns" | "none" | "refused"), sandbox_insecure_allowed()
@@ -67,6 +74,11 @@ from trainers.config import PRESETS, ConfigError, RunConfig, preset_config, vali
 from trainers.demo.catalog import COLLAPSE_RUN as DEMO_COLLAPSE_RUN
 from trainers.demo.catalog import LEARNING_RUN as DEMO_LEARNING_RUN
 from trainers.demo.catalog import expert_conversations as demo_expert_conversations
+from trainers.mcp.client import POOL as MCP_POOL
+from trainers.mcp.client import McpCallError
+from trainers.mcp.servers import McpServer, McpServerError, listed_servers, parse_servers
+from trainers.mcp.servers import function_name as mcp_function_name
+from trainers.mcp.servers import schema_hash as mcp_schema_hash
 from trainers.metrics.echo_trap import EchoTrapConfig, EchoTrapDetector
 from trainers.models.loading import load_tokenizer
 from trainers.net import EGRESS_ERROR, EgressPolicy, egress_policy
@@ -102,6 +114,7 @@ def build_tiny_tokenizer() -> Any:
 __all__ = [
     "DEMO_COLLAPSE_RUN",
     "DEMO_LEARNING_RUN",
+    "MCP_POOL",
     "PRESETS",
     "Phase",
     "REWARDS",
@@ -115,6 +128,9 @@ __all__ = [
     "EvalConfig",
     "JobFailed",
     "JobResult",
+    "McpCallError",
+    "McpServer",
+    "McpServerError",
     "EgressPolicy",
     "ResubmittingDispatcher",
     "RewardDefinition",
@@ -140,7 +156,11 @@ __all__ = [
     "eval_metrics_finite",
     "evaluate_config",
     "evaluation_due",
+    "listed_servers",
     "load_tokenizer",
+    "mcp_function_name",
+    "mcp_schema_hash",
+    "parse_servers",
     "preset_config",
     "run_config",
     "sandbox_insecure_allowed",

@@ -204,6 +204,12 @@ FILE_UPLOAD_TEMP_DIR = os.environ.get("DJANGO_FILE_UPLOAD_TEMP_DIR") or None
 # process's "try it" reads this setting, workers read the same variable; public addresses need no entry.
 WORKBENCH_EGRESS_ALLOW = env_list("WORKBENCH_EGRESS_ALLOW", "")
 
+# The MCP servers teams may import tools from: a JSON list, or the path of a JSON file holding one, of
+# {"name", "url" (streamable HTTP) | "command" (stdio argv), "env", "teams" (team names; absent: all),
+# "connect_timeout_s"} (trainers/mcp/servers.py). The web process (imports, launch checks, "try it", bounds)
+# reads this setting; workers read the same variable.
+WORKBENCH_MCP_SERVERS = os.environ.get("WORKBENCH_MCP_SERVERS", "")
+
 # Celery. REDIS_URL selects Redis for broker and results; otherwise the filesystem transport.
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:

@@ -37,8 +37,12 @@ def questions(n: int) -> list[dict]:
     return [p.row() for p in train]
 
 
-def run_ours(model_dir: Path, steps: int, out: Path) -> float:
-    """Seconds per step of our loop (rollout with the HF backend, reward, GRPO advantages, update)."""
+PHASES = ("time/generation", "time/rollout", "time/update", "time/step")
+
+
+def run_ours(model_dir: Path, steps: int, out: Path) -> tuple[float, dict[str, float]]:
+    """Seconds per step of our loop (rollout with the HF backend, reward, GRPO advantages, update), and
+    the median seconds of each phase the loop times (generation, the whole rollout, update, step)."""
     from trainers.config.loader import validate_config
     from trainers.rewards import REWARDS, RewardComponent
     from trainers.rewards.base import assistant_text
@@ -70,13 +74,15 @@ def run_ours(model_dir: Path, steps: int, out: Path) -> float:
     })  # fmt: skip
     trainer = build_trainer(config)
     trainer.run_step(1)  # warm-up: first-call allocations
-    start = time.perf_counter()
+    start, logged = time.perf_counter(), []
     for step in range(2, steps + 2):
-        trainer.sink.log_metrics(step, trainer.run_step(step))
-    return (time.perf_counter() - start) / steps
+        logged.append(trainer.run_step(step))
+        trainer.sink.log_metrics(step, logged[-1])
+    seconds = (time.perf_counter() - start) / steps
+    return seconds, {phase: statistics.median(m[phase] for m in logged if phase in m) for phase in PHASES}
 
 
-def run_trl(model_dir: Path, steps: int, out: Path) -> float:
+def run_trl(model_dir: Path, steps: int, out: Path) -> tuple[float, dict[str, float]]:
     """Seconds per step of TRL's GRPOTrainer: one generation of 64 completions and one update per step."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, TrainerCallback
@@ -122,7 +128,7 @@ def run_trl(model_dir: Path, steps: int, out: Path) -> float:
         callbacks=[StepTimer()],
     )  # fmt: skip
     trainer.train()
-    return (times[-1] - times[1]) / steps  # from the second step: the first is warm-up
+    return (times[-1] - times[1]) / steps, {}  # from the second step: the first is warm-up
 
 
 def worker(kind: str, model_dir: Path, steps: int, threads: int) -> None:
@@ -130,10 +136,10 @@ def worker(kind: str, model_dir: Path, steps: int, threads: int) -> None:
 
     torch.set_num_threads(threads)
     with tempfile.TemporaryDirectory() as tmp:
-        seconds = (run_ours if kind == "ours" else run_trl)(model_dir, steps, Path(tmp))
+        seconds, phases = (run_ours if kind == "ours" else run_trl)(model_dir, steps, Path(tmp))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
     result = {"kind": kind, "s_per_step": seconds, "completions_per_s": PROMPTS * GENERATIONS / seconds}
-    print(json.dumps({**result, "peak_mb": peak_mb}))
+    print(json.dumps({**result, "peak_mb": peak_mb, "phases_s": phases}))
 
 
 def main() -> None:
@@ -167,6 +173,9 @@ def main() -> None:
             "s_per_step": statistics.median(r["s_per_step"] for r in runs),
             "peak_mb": max(r["peak_mb"] for r in runs),
         }
+    summary["ours"]["phases_s"] = {
+        phase: statistics.median(r["phases_s"][phase] for r in results["ours"]) for phase in PHASES
+    }
     summary["speedup"] = summary["ours"]["completions_per_s"] / summary["trl"]["completions_per_s"]
     # each round's pair ran back to back, so its ratio is the least affected by the machine's drift
     rounds = zip(results["ours"], results["trl"], strict=True)

@@ -10,10 +10,13 @@ so nothing a team writes can reach a host or start a program the operator did no
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +116,24 @@ def _servers_from_json(text: str, source: str) -> dict[str, McpServer]:
     return servers
 
 
+_listed: ContextVar[dict[str, McpServer] | None] = ContextVar("mcp_servers", default=None)
+
+
 def configured_servers() -> dict[str, McpServer]:
-    """The operator's servers, from the process environment."""
-    return parse_servers(os.environ.get(SERVERS_ENV, ""))
+    """The operator's servers: those `listed_servers` set in this context, else the process environment's."""
+    listed = _listed.get()
+    return listed if listed is not None else parse_servers(os.environ.get(SERVERS_ENV, ""))
+
+
+@contextlib.contextmanager
+def listed_servers(servers: dict[str, McpServer]) -> Iterator[dict[str, McpServer]]:
+    """Tools built and called in this context (asyncio tasks included) see `servers`: the web process
+    passes its settings this way, as it does the egress policy."""
+    token = _listed.set(servers)
+    try:
+        yield servers
+    finally:
+        _listed.reset(token)
 
 
 def server_for(name: str, team: str | None = None) -> McpServer:

@@ -21,6 +21,7 @@ from workbench.jobs.cores import cpu_ranks, ranks_launch_error
 from workbench.jobs.gpus import gpu_launch_error
 from workbench.jobs.queues import QUEUE_NAMES
 from workbench.jobs.selectors import workers_online
+from workbench.toolschemas.mcp import mcp_launch_errors
 
 from .config.bounds import OutOfBounds, run_config_bound
 from .config.requirements import run_requirements_errors
@@ -143,7 +144,8 @@ def run_create_check(
 ) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
     """(The snapshot run_create would store, every reason it would refuse the run by field.) One pass:
     the queue, the trainers validation, the operator's bounds, what the pins must provide and (to
-    launch) the live workers are all checked, each on what the others left valid."""
+    launch) the live workers are all checked, each on what the others left valid; an MCP tool's server is
+    asked for its tools (is it up, does it still offer the tool with the input schema pinned at import)."""
     errors = _Errors()
     errors.collect(_check_queue, queue)
     errors.collect(
@@ -165,6 +167,7 @@ def run_create_check(
     errors.collect(run_config_check_bounds, team, snapshot or composed)
     if snapshot is None:
         return None, dict(errors)
+    errors.collect(run_mcp_check, team, snapshot["tools"], tool_versions)
     typed = validate_config(snapshot)
     errors.add(
         run_requirements_errors(
@@ -175,6 +178,23 @@ def run_create_check(
         errors.collect(run_gpus_check, gpus=typed.resources.gpus, queue=queue)
         errors.collect(run_ranks_check, config=snapshot, queue=queue)
     return snapshot, dict(errors)
+
+
+def run_mcp_check(team, tools: list[Any], tool_versions: Sequence) -> None:
+    """Refuse MCP tools whose server is down, no longer offers them, or changed their input schema since
+    import: on the pinned tool schemas' field, or on `tools` for a config's own bindings."""
+    if tool_versions:
+        field, labels = "tool_versions", [f"tool schema {v.item.name!r}" for v in tool_versions]
+    else:
+        field, labels = "tools", [f"tool {_tool_name(tool)!r}" for tool in tools]
+    messages = mcp_launch_errors(team=team, tools=tools, labels=labels)
+    if messages:
+        raise ValidationError({field: messages})
+
+
+def _tool_name(binding: Any) -> str:
+    config = binding.get("config") if isinstance(binding, dict) else None
+    return str((config or {}).get("name") or (config or {}).get("tool") or "")
 
 
 def _check_pins(team, pins: Iterable) -> None:

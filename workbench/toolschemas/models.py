@@ -1,4 +1,5 @@
-"""Tool schemas: an OpenAI-style function spec bound to a built-in tool or an HTTP endpoint."""
+"""Tool schemas: an OpenAI-style function spec bound to a built-in tool, an HTTP endpoint or a tool of an
+operator-listed MCP server (imported, with its input schema pinned by hash)."""
 
 import json
 
@@ -12,6 +13,7 @@ from workbench.toolschemas.specs import function_spec
 class Implementation(models.TextChoices):
     BUILTIN = "builtin", "Built-in tool of the trainers library"
     HTTP = "http", "HTTP endpoint"
+    MCP = "mcp", "MCP server tool"
 
 
 class ToolSchema(CatalogItem):
@@ -30,6 +32,9 @@ class ToolSchemaVersion(CatalogVersion):
     builtin = models.CharField(max_length=50, blank=True)  # a name in trainers.tools.TOOLS
     url = models.URLField(blank=True)
     timeout_s = models.FloatField(default=10.0)
+    mcp_server = models.CharField(max_length=64, blank=True)  # a server name in WORKBENCH_MCP_SERVERS
+    mcp_tool = models.CharField(max_length=255, blank=True)  # the server's own name for the tool
+    schema_hash = models.CharField(max_length=64, blank=True)  # the input schema's hash at import
 
     class Meta(CatalogVersion.Meta):
         pass
@@ -51,7 +56,21 @@ class ToolSchemaVersion(CatalogVersion):
                 "timeout_s": self.timeout_s,
             }
             return {"name": "http", "config": config}
+        if self.implementation == Implementation.MCP:
+            return {"name": "mcp", "config": self._mcp_config()}
         return {"name": self.builtin, "config": {"timeout_s": self.timeout_s}}
+
+    def _mcp_config(self) -> dict:
+        """The mcp tool's config; the run's team is added by the operator bounds, never stored here."""
+        return {
+            "server": self.mcp_server,
+            "tool": self.mcp_tool,
+            "name": self.function_name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "schema_hash": self.schema_hash,
+            "timeout_s": self.timeout_s,
+        }
 
     def canonical_text(self) -> str:
         content = {"spec": self.spec(), "implementation": self.implementation, "binding": self.binding()}

@@ -3,25 +3,38 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from trainers.workbench_api import TOOLS, EgressPolicy, SandboxError, Toolset, egress_policy
+from trainers.workbench_api import (
+    TOOLS,
+    EgressPolicy,
+    SandboxError,
+    Toolset,
+    egress_policy,
+    listed_servers,
+    mcp_schema_hash,
+)
 from workbench.accounts.models import Team
 from workbench.catalog.services import catalog_item_create, catalog_version_create
 from workbench.toolschemas.models import Implementation, ToolSchema, ToolSchemaVersion
+from workbench.toolschemas.selectors import mcp_servers
 from workbench.toolschemas.specs import arguments_error, name_error, parameters_error
 
-HTTP_TOOL = "http"  # the registry's HTTP tool is the "HTTP endpoint" implementation, not a built-in choice
+# the registry's HTTP and MCP tools are implementations of their own, not built-in choices
+NOT_BUILTIN = frozenset({"http", "mcp"})
+PINNED = ("implementation", "mcp_server", "mcp_tool", "schema_hash", "parameters")  # what an MCP edit keeps
 
 
 def builtin_names() -> list[str]:
     """Built-in tools a schema can bind to, from the trainers registry."""
-    return [name for name in TOOLS.names() if name != HTTP_TOOL]
+    return [name for name in TOOLS.names() if name not in NOT_BUILTIN]
 
 
 def builtin_spec(name: str) -> dict[str, Any]:
@@ -40,6 +53,9 @@ class ToolSchemaContent:
     builtin: str = ""
     url: str = ""
     timeout_s: float = 10.0
+    mcp_server: str = ""
+    mcp_tool: str = ""
+    schema_hash: str = ""
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
@@ -63,14 +79,25 @@ class ToolSchemaContent:
         elif self.implementation == Implementation.HTTP:
             if not self.url:
                 errors["url"] = "Give the endpoint's URL."
+        elif self.implementation == Implementation.MCP:
+            errors.update(self._mcp_errors())
         else:
             errors["implementation"] = "Choose a built-in tool or an HTTP endpoint."
         if errors:
             raise ValidationError(errors)
 
+    def _mcp_errors(self) -> dict[str, str]:
+        """An MCP tool is imported: its server, tool and the hash of the schema it was imported with."""
+        if not (self.mcp_server and self.mcp_tool):
+            return {"implementation": "An MCP tool names its server and tool: import it from the server."}
+        if self.schema_hash != mcp_schema_hash(self.parameters):
+            return {"parameters": "An MCP tool keeps the input schema it was imported with: import it again."}
+        return {}
+
     def version(self, note: str) -> ToolSchemaVersion:
         builtin = self.builtin if self.implementation == Implementation.BUILTIN else ""
         url = self.url if self.implementation == Implementation.HTTP else ""
+        mcp = self.implementation == Implementation.MCP
         return ToolSchemaVersion(
             function_name=self.function_name,
             description=self.description,
@@ -79,8 +106,17 @@ class ToolSchemaContent:
             builtin=builtin,
             url=url,
             timeout_s=self.timeout_s,
+            mcp_server=self.mcp_server if mcp else "",
+            mcp_tool=self.mcp_tool if mcp else "",
+            schema_hash=self.schema_hash if mcp else "",
             note=note,
         )
+
+    @classmethod
+    def of(cls, version: ToolSchemaVersion, **changes: Any) -> ToolSchemaContent:
+        """A version's content, with `changes`."""
+        fields = {name: getattr(version, name) for name in cls.__dataclass_fields__}
+        return cls(**{**fields, **changes})
 
 
 def tool_schema_create(
@@ -95,8 +131,22 @@ def tool_schema_create(
 def tool_schema_update(
     *, item: ToolSchema, user, content: ToolSchemaContent, note: str = ""
 ) -> ToolSchemaVersion:
+    _check_kept_pins(item.latest_version(), content)
     content.clean()
     return catalog_version_create(item=item, version=content.version(note), user=user)
+
+
+def _check_kept_pins(latest: ToolSchemaVersion, content: ToolSchemaContent) -> None:
+    """An edit keeps an MCP tool an MCP tool with its server, tool and schema (a new import changes those),
+    and makes no other tool an MCP tool."""
+    was_mcp = latest.implementation == Implementation.MCP
+    is_mcp = content.implementation == Implementation.MCP
+    if was_mcp and any(getattr(latest, name) != getattr(content, name) for name in PINNED):
+        raise ValidationError(
+            "An imported MCP tool keeps its server, tool and input schema: import it again to change them."
+        )
+    if is_mcp and not was_mcp:
+        raise ValidationError({"implementation": "MCP tools are imported from their server, not edited in."})
 
 
 @dataclass(frozen=True)
@@ -109,7 +159,8 @@ class TryResult:
 
 def tool_schema_try(*, version: ToolSchemaVersion, arguments_text: str) -> TryResult:
     """Validate the arguments against the schema, then run the bound tool (python runs in the sandbox;
-    an HTTP endpoint is reached only within the operator's WORKBENCH_EGRESS_ALLOW setting)."""
+    an HTTP endpoint is reached only within the operator's WORKBENCH_EGRESS_ALLOW setting; an MCP tool
+    only on a server of WORKBENCH_MCP_SERVERS open to the schema's team)."""
     try:
         arguments = json.loads(arguments_text)
     except json.JSONDecodeError as exc:
@@ -119,14 +170,26 @@ def tool_schema_try(*, version: ToolSchemaVersion, arguments_text: str) -> TryRe
     error = arguments_error(version.parameters, arguments)
     if error is not None:
         return TryResult(False, "", f"arguments do not match the schema: {error}")
+    binding = version.binding()
+    if binding["name"] == "mcp":
+        binding["config"]["team"] = version.item.team.name  # the team rule, as the run bounds apply it
     try:
-        with egress_policy(EgressPolicy.parse(settings.WORKBENCH_EGRESS_ALLOW)):
-            result = asyncio.run(_invoke(version.binding(), arguments))
-    except ValueError as exc:  # a binding the library refuses (bad config)
+        with operator_context(mcp=binding["name"] == "mcp"):
+            result = asyncio.run(_invoke(binding, arguments))
+    except ValueError as exc:  # a binding the library refuses (bad config; a malformed server list)
         return TryResult(False, "", str(exc))
     except SandboxError as exc:  # the sandbox refuses to start here (no isolation): say why, run nothing
         return TryResult(False, "", str(exc))
     return TryResult(result.ok, result.output, result.error, result.latency_s)
+
+
+@contextlib.contextmanager
+def operator_context(*, mcp: bool = True) -> Iterator[None]:
+    """The operator's egress allowlist and (with `mcp`) MCP servers, from settings, for the tools built and
+    called in it; McpServerError (a ValueError) when the server list is malformed."""
+    servers = listed_servers(mcp_servers()) if mcp else contextlib.nullcontext()
+    with egress_policy(EgressPolicy.parse(settings.WORKBENCH_EGRESS_ALLOW)), servers:
+        yield
 
 
 async def _invoke(binding: dict, arguments: dict):

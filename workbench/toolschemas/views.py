@@ -1,17 +1,28 @@
-"""Tool schema pages: list, detail with a "try it" form, create (optionally from a built-in preset), edit."""
+"""Tool schema pages: list, detail with a "try it" form, create (optionally from a built-in preset), edit,
+and the import of an MCP server's tools."""
 
 import json
 
+from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from trainers.workbench_api import McpServerError
 from workbench.accounts.access import role_at_least, team_role_required
 from workbench.accounts.models import Role
 from workbench.catalog import pages
-from workbench.toolschemas import selectors, services
-from workbench.toolschemas.forms import ToolSchemaCreateForm, ToolSchemaForm, TryForm
+from workbench.toolschemas import mcp, selectors, services
+from workbench.toolschemas.forms import (
+    McpImportForm,
+    McpToolSchemaForm,
+    ToolSchemaCreateForm,
+    ToolSchemaForm,
+    TryForm,
+)
 from workbench.toolschemas.models import Implementation
+
+MCP_IMPORT_PAGE = "toolschemas/mcp_import.html"
 
 
 def tool_schema_list(request):
@@ -70,6 +81,8 @@ def tool_schema_create(request):
 def tool_schema_edit(request, pk: int):
     item = pages.editable(selectors.tool_schema_get(user=request.user, pk=pk, min_role=Role.MEMBER))
     latest = item.latest_version()
+    if latest.implementation == Implementation.MCP:
+        return _mcp_edit(request, item, latest)
     initial = {
         "function_name": latest.function_name,
         "description": latest.description,
@@ -91,6 +104,72 @@ def tool_schema_edit(request, pk: int):
         else:
             return redirect(item)
     return render(request, "toolschemas/form.html", {"form": form, "item": item})
+
+
+def _mcp_edit(request, item, latest):
+    """An imported MCP tool: its description and timeout; the pins stay (import again to change them)."""
+    initial = {"description": latest.description, "timeout_s": latest.timeout_s}
+    form = McpToolSchemaForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        content = services.ToolSchemaContent.of(
+            latest, description=data["description"], timeout_s=data["timeout_s"]
+        )
+        try:
+            services.tool_schema_update(item=item, user=request.user, content=content, note=data["note"])
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            return redirect(item)
+    return render(request, "toolschemas/form.html", {"form": form, "item": item, "mcp": latest})
+
+
+@team_role_required(Role.MEMBER)
+def tool_schema_mcp_import(request):
+    """The servers open to the team; with ?server=, that server's tools to import (listed live)."""
+    name = request.POST.get("server") or request.GET.get("server")
+    page = {"server": None, "servers": [], "form": None, "tools": [], "unavailable": ""}
+    try:
+        if not name:
+            page["servers"] = selectors.mcp_servers_for(team=request.team)
+        else:
+            page["server"] = selectors.mcp_server_get(team=request.team, name=name)
+            page["tools"] = mcp.mcp_tools_list(page["server"])
+    except (
+        McpServerError,
+        mcp.McpUnavailable,
+    ) as exc:  # a malformed server list; a server that cannot answer
+        page["unavailable"] = str(exc)
+    if page["server"] is None or page["unavailable"]:
+        return render(request, MCP_IMPORT_PAGE, page)
+    return _mcp_import_tools(request, page)
+
+
+def _mcp_import_tools(request, page: dict):
+    """The checkboxes of the server's tools; a valid POST imports the checked ones."""
+    server = page["server"]
+    form = page["form"] = McpImportForm(
+        request.POST or None, tool_names=[tool.name for tool in page["tools"]]
+    )
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            saved = mcp.mcp_tools_import(
+                team=request.team,
+                user=request.user,
+                server=server,
+                names=data["tools"],
+                prefix=data["prefix"],
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        except mcp.McpUnavailable as exc:
+            page["unavailable"] = str(exc)
+        else:
+            names = ", ".join(version.item.name for version in saved)
+            messages.success(request, f"Imported from the MCP server {server.name}: {names}.")
+            return redirect("toolschemas:list")
+    return render(request, MCP_IMPORT_PAGE, page)
 
 
 def _content(data: dict) -> services.ToolSchemaContent:

@@ -143,8 +143,9 @@ LEGENDS = """() => [...document.querySelectorAll('.js-plotly-plot')].map((div) =
 def test_tool_and_evaluation_charts_name_their_series_and_keep_shares_apart(page, login, member, run):
     """A run whose every call failed to parse: its tool chart shows success at 0 beside parse errors at
     1, both named in a legend on a 0-100% axis (a lone parse-error line at 1.0 read as 100% success);
-    unnamed calls are named, and the servers whose calls failed; the evaluation's shares, tool-call counts and lengths get charts of their
-    own; every chart has a legend, and no legend is clipped, the 20 evaluation series included."""
+    unnamed calls are named, and so are the servers whose calls failed; the evaluation's shares,
+    tool-call counts and lengths get charts of their own; every chart has a legend, and no legend is
+    clipped, the 20 evaluation series included."""
     points = []
     for step in range(1, 21):
         points += [(step, "reward/mean", 0.0), (step, "tools/calls_per_traj", 1.0)]

@@ -15,7 +15,9 @@ A run launched from the workbench may use (settings are named after their enviro
   with WORKBENCH_ROLLOUT_CUDA (workbench/runs/config/rollout_device.py);
 - the bundled "tiny" model, or a model and tokenizer under WORKBENCH_MODEL_ROOTS;
 - data files (sft.data_path, data.train_path / eval_path, a tool's *_path) under WORKBENCH_DATA_ROOTS,
-  or a dataset file of the run's own team (MEDIA_ROOT holds every team's uploads, so it is no root).
+  or a dataset file of the run's own team (MEDIA_ROOT holds every team's uploads, so it is no root);
+- MCP tools only of a server in WORKBENCH_MCP_SERVERS open to the run's team, whose name the bound tool
+  carries (`team`, whatever the config said), so the tool checks it again at every call.
 Paths count once resolved (symlinks and ".."), and the worker trains on the resolved paths. Checked when
 a run is created and again on the worker before training; `python -m trainers` is not bounded.
 """
@@ -33,7 +35,9 @@ from django.conf import settings
 from pydantic import ValidationError as LimitsInvalid
 
 from trainers.workbench_api import TOOLS, SandboxLimits
+from workbench.accounts.models import Team
 from workbench.datasets.models import DatasetVersion
+from workbench.toolschemas.selectors import mcp_servers
 
 from .rollout_device import rollout_cuda_allowed, rollout_cuda_refusal
 
@@ -48,6 +52,8 @@ LIMIT_MAXIMA = {
     "max_output_bytes": "WORKBENCH_SANDBOX_MAX_OUTPUT_BYTES",
 }
 CALCULATOR_TOOLS = frozenset({"calculator"})
+MCP_TOOLS = frozenset({"mcp"})
+MCP_SERVERS = "WORKBENCH_MCP_SERVERS"
 # calculator bound -> the setting holding the operator's maximum (its work grows with both)
 CALCULATOR_MAXIMA = {
     "max_bits": "WORKBENCH_CALCULATOR_MAX_BITS",
@@ -122,7 +128,8 @@ class OperatorBounds:
             "model.tokenizer_path": f"Operator bound: a directory under {models}.",
             "tools": f"Operator bounds on python's limits: {limits}, pool_size ≤ {self.max_pool_size:g}; "
             f"{network}; limits.preload only of {preload} ({PRELOAD}). The calculator's {calculator}. "
-            f"A tool's *_path: a file under {data}.",
+            f"A tool's *_path: a file under {data}. An mcp tool: a server of {MCP_SERVERS} open to the "
+            "run's team.",
             "training.deepspeed.ranks": f"Operator bound: ≤ {self.max_ranks} ({MAX_RANKS}); on the CPU "
             "(resources.gpus 0) no more than the CPU cores of the worker that trains the run, with GPUs one "
             "rank per GPU",
@@ -209,6 +216,24 @@ class _Check:
             self.sandbox(config, prefix)
         if tool.get("name") in CALCULATOR_TOOLS:
             self.calculator(tool["name"], config, prefix)
+        if tool.get("name") in MCP_TOOLS:
+            self.mcp(config, prefix)
+
+    def mcp(self, config: dict[str, Any], prefix: str) -> None:
+        """The server must be the operator's and open to the run's team; the tool carries the team's name."""
+        team = Team.objects.get(pk=self.team_id).name
+        config["team"] = team
+        try:
+            servers = mcp_servers()
+        except ValueError as exc:
+            self.fail(f"{prefix}.server", f"the operator's MCP server list is malformed: {exc}")
+            return
+        name = config.get("server")
+        server = servers.get(name) if isinstance(name, str) else None
+        if server is None or not server.open_to(team):
+            open_ = ", ".join(n for n, s in servers.items() if s.open_to(team)) or "none"
+            message = f"no MCP server {name!r} is open to this team ({MCP_SERVERS}: {open_})"
+            self.fail(f"{prefix}.server", message)
 
     def calculator(self, name: str, config: dict[str, Any], prefix: str) -> None:
         defaults = inspect.signature(TOOLS.get(name)).parameters
