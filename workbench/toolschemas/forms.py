@@ -24,7 +24,12 @@ class ToolSchemaForm(forms.Form):
     )
     implementation = forms.ChoiceField(choices=_written_choices, widget=forms.RadioSelect)
     builtin = forms.ChoiceField(choices=_builtin_choices, required=False, label="Built-in tool")
-    url = forms.URLField(required=False, label="Endpoint URL", assume_scheme="https")
+    url = forms.URLField(
+        required=False,
+        label="Endpoint URL",
+        assume_scheme="https",
+        help_text="An HTTP endpoint, or an environment server's base URL: saving asks it for its actions.",
+    )
     timeout_s = forms.FloatField(initial=10.0, label="Timeout (s)")
     note = forms.CharField(max_length=200, required=False, help_text="What changed in this version.")
 

@@ -1,5 +1,6 @@
-"""Tool schemas: an OpenAI-style function spec bound to a built-in tool, an HTTP endpoint or a tool of an
-operator-listed MCP server (imported, with its input schema pinned by hash)."""
+"""Tool schemas: an OpenAI-style function spec bound to a built-in tool, an HTTP endpoint, a tool of an
+operator-listed MCP server (imported, with its input schema pinned by hash) or an environment server
+(OpenEnv's reset/step/state protocol: one episode per trajectory)."""
 
 import json
 
@@ -14,6 +15,7 @@ class Implementation(models.TextChoices):
     BUILTIN = "builtin", "Built-in tool of the trainers library"
     HTTP = "http", "HTTP endpoint"
     MCP = "mcp", "MCP server tool"
+    ENV_SERVER = "env_server", "Environment server (reset/step/state)"
 
 
 class ToolSchema(CatalogItem):
@@ -35,6 +37,7 @@ class ToolSchemaVersion(CatalogVersion):
     mcp_server = models.CharField(max_length=64, blank=True)  # a server name in WORKBENCH_MCP_SERVERS
     mcp_tool = models.CharField(max_length=255, blank=True)  # the server's own name for the tool
     schema_hash = models.CharField(max_length=64, blank=True)  # the input schema's hash at import
+    env_actions = models.JSONField(default=list, blank=True)  # the actions an environment server lists
 
     class Meta(CatalogVersion.Meta):
         pass
@@ -58,6 +61,8 @@ class ToolSchemaVersion(CatalogVersion):
             return {"name": "http", "config": config}
         if self.implementation == Implementation.MCP:
             return {"name": "mcp", "config": self._mcp_config()}
+        if self.implementation == Implementation.ENV_SERVER:
+            return {"name": "env_server", "config": self._env_server_config()}
         return {"name": self.builtin, "config": {"timeout_s": self.timeout_s}}
 
     def _mcp_config(self) -> dict:
@@ -71,6 +76,15 @@ class ToolSchemaVersion(CatalogVersion):
             "schema_hash": self.schema_hash,
             "timeout_s": self.timeout_s,
         }
+
+    def _env_server_config(self) -> dict:
+        """The env_server tool's config: with the server's actions, a call may take several (as the
+        built-in games), and the argument schema is the one the tool builds from them."""
+        config = {"url": self.url, "name": self.function_name, "description": self.description,
+                  "timeout_s": self.timeout_s}  # fmt: skip
+        if self.env_actions:
+            return {**config, "actions": list(self.env_actions)}
+        return {**config, "parameters": self.parameters}
 
     def canonical_text(self) -> str:
         content = {"spec": self.spec(), "implementation": self.implementation, "binding": self.binding()}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
@@ -16,10 +17,12 @@ from trainers.workbench_api import (
     TOOLS,
     EgressPolicy,
     SandboxError,
+    ServerFault,
     Toolset,
     egress_policy,
     listed_servers,
     mcp_schema_hash,
+    server_metadata,
 )
 from workbench.accounts.models import Team
 from workbench.catalog.services import catalog_item_create, catalog_version_create
@@ -27,8 +30,8 @@ from workbench.toolschemas.models import Implementation, ToolSchema, ToolSchemaV
 from workbench.toolschemas.selectors import mcp_servers
 from workbench.toolschemas.specs import arguments_error, name_error, parameters_error
 
-# the registry's HTTP and MCP tools are implementations of their own, not built-in choices
-NOT_BUILTIN = frozenset({"http", "mcp"})
+# the registry's HTTP, MCP and environment-server tools are implementations of their own, not built-ins
+NOT_BUILTIN = frozenset({"http", "mcp", "env_server"})
 PINNED = ("implementation", "mcp_server", "mcp_tool", "schema_hash", "parameters")  # what an MCP edit keeps
 
 
@@ -56,6 +59,7 @@ class ToolSchemaContent:
     mcp_server: str = ""
     mcp_tool: str = ""
     schema_hash: str = ""
+    env_actions: list[str] = dataclasses.field(default_factory=list)
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
@@ -81,8 +85,11 @@ class ToolSchemaContent:
                 errors["url"] = "Give the endpoint's URL."
         elif self.implementation == Implementation.MCP:
             errors.update(self._mcp_errors())
+        elif self.implementation == Implementation.ENV_SERVER:
+            if not self.url:
+                errors["url"] = "Give the environment server's URL."
         else:
-            errors["implementation"] = "Choose a built-in tool or an HTTP endpoint."
+            errors["implementation"] = "Choose a built-in tool, an HTTP endpoint or an environment server."
         if errors:
             raise ValidationError(errors)
 
@@ -96,8 +103,10 @@ class ToolSchemaContent:
 
     def version(self, note: str) -> ToolSchemaVersion:
         builtin = self.builtin if self.implementation == Implementation.BUILTIN else ""
-        url = self.url if self.implementation == Implementation.HTTP else ""
+        at_url = self.implementation in (Implementation.HTTP, Implementation.ENV_SERVER)
+        url = self.url if at_url else ""
         mcp = self.implementation == Implementation.MCP
+        env = self.implementation == Implementation.ENV_SERVER
         return ToolSchemaVersion(
             function_name=self.function_name,
             description=self.description,
@@ -109,6 +118,7 @@ class ToolSchemaContent:
             mcp_server=self.mcp_server if mcp else "",
             mcp_tool=self.mcp_tool if mcp else "",
             schema_hash=self.schema_hash if mcp else "",
+            env_actions=list(self.env_actions) if env else [],
             note=note,
         )
 
@@ -123,6 +133,7 @@ def tool_schema_create(
     *, team: Team, user, name: str, content: ToolSchemaContent, note: str = ""
 ) -> ToolSchemaVersion:
     content.clean()
+    content = env_server_described(content)
     return catalog_item_create(
         item=ToolSchema(team=team, name=name.strip()), version=content.version(note), user=user
     )
@@ -133,6 +144,7 @@ def tool_schema_update(
 ) -> ToolSchemaVersion:
     _check_kept_pins(item.latest_version(), content)
     content.clean()
+    content = env_server_described(content)
     return catalog_version_create(item=item, version=content.version(note), user=user)
 
 
@@ -183,6 +195,24 @@ def tool_schema_try(*, version: ToolSchemaVersion, arguments_text: str) -> TryRe
     return TryResult(result.ok, result.output, result.error, result.latency_s)
 
 
+def env_server_described(content: ToolSchemaContent) -> ToolSchemaContent:
+    """An environment server's schema as the server describes itself (`GET /metadata`): the server must
+    answer, within the operator's egress allowlist; when it lists its actions they are pinned, and the
+    argument schema is the one the tool builds from them (several actions a turn, as the built-in games)."""
+    if content.implementation != Implementation.ENV_SERVER:
+        return content
+    try:
+        with operator_context(mcp=False):
+            metadata = server_metadata(content.url)
+    except ServerFault as exc:
+        raise ValidationError({"url": f"The environment server did not answer: {exc}"}) from None
+    actions = metadata.get("actions")
+    if not (isinstance(actions, list) and actions and all(isinstance(a, str) and a for a in actions)):
+        return replace(content, env_actions=[])
+    parameters = TOOLS.get("env_server")(url=content.url, actions=actions).parameters
+    return replace(content, env_actions=actions, parameters=parameters)
+
+
 @contextlib.contextmanager
 def operator_context(*, mcp: bool = True) -> Iterator[None]:
     """The operator's egress allowlist and (with `mcp`) MCP servers, from settings, for the tools built and
@@ -195,6 +225,7 @@ def operator_context(*, mcp: bool = True) -> Iterator[None]:
 async def _invoke(binding: dict, arguments: dict):
     toolset = Toolset.build([binding])
     try:
+        await toolset.start()  # an environment server's episode starts here
         (tool,) = toolset.tools.values()
         return await tool.invoke(arguments)
     finally:
