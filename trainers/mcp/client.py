@@ -106,17 +106,13 @@ async def _guarded_http_client(url: str, policy: EgressPolicy) -> AsyncIterator[
     """The egress guard's client, with the listed server's own host and port added to the policy."""
     import httpx2
 
-    from trainers.net.guard import GuardedTransport2
+    from trainers.net.guard import guarded_client2
 
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     allowed = EgressPolicy(allow=(*policy.allow, AllowEntry(parts.hostname or "", port)))
-    client = httpx2.AsyncClient(
-        transport=GuardedTransport2(allowed, keepalive=MCP_KEEPALIVE),
-        timeout=httpx2.Timeout(30.0, read=300.0),
-        trust_env=False,
-        follow_redirects=False,
-    )
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    client = guarded_client2(policy=allowed, timeout=timeout, keepalive=MCP_KEEPALIVE)
     async with client:
         yield client
 

@@ -166,10 +166,18 @@ def guarded_client(
 ) -> httpx.AsyncClient:
     """An AsyncClient on GuardedTransport under the current policy. It follows no redirects and ignores
     proxy variables from the environment (a proxy would connect on its behalf, unchecked)."""
-    return httpx.AsyncClient(
-        transport=GuardedTransport(verify=verify),
-        timeout=timeout,
-        headers=headers,
-        trust_env=False,
-        follow_redirects=False,
+    return _unredirected(httpx, GuardedTransport(verify=verify), timeout, headers)
+
+
+def guarded_client2(
+    *, policy: EgressPolicy, timeout: httpx2.Timeout | float | None, keepalive: int = 20
+) -> httpx2.AsyncClient:
+    """`guarded_client` for httpx2 (the MCP SDK's client), under `policy`, keeping `keepalive` idle
+    connections per host."""
+    return _unredirected(httpx2, GuardedTransport2(policy, keepalive=keepalive), timeout, None)
+
+
+def _unredirected(http: ModuleType, transport: Any, timeout: Any, headers: dict[str, str] | None) -> Any:
+    return http.AsyncClient(
+        transport=transport, timeout=timeout, headers=headers, trust_env=False, follow_redirects=False
     )

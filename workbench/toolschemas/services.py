@@ -209,7 +209,7 @@ def env_server_described(content: ToolSchemaContent) -> ToolSchemaContent:
     actions = metadata.get("actions")
     if not (isinstance(actions, list) and actions and all(isinstance(a, str) and a for a in actions)):
         return replace(content, env_actions=[])
-    parameters = TOOLS.get("env_server")(url=content.url, actions=actions).parameters
+    parameters = TOOLS.get("env_server").action_parameters(tuple(actions))
     return replace(content, env_actions=actions, parameters=parameters)
 
 
