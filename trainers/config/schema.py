@@ -36,6 +36,8 @@ from trainers.config.sections import (
 )
 from trainers.rewards import RewardDefinition
 
+# the templates whose conversations the agent endpoint renders (ChatML turns with <tool_call> blocks)
+AGENT_TEMPLATES = ("qwen_tool", "hf_native")
 # descriptions for fields of shared models that do not carry one, so every form field has help text
 _SHARED_DESCRIPTIONS = {
     "SamplingParams": {
@@ -112,6 +114,7 @@ class RunConfig(BaseModel):
                 "rollout.backend 'remote' needs training.engine 'local': under deepspeed each rank rolls out"
                 " its share of the prompts in-process (rollout.backend 'local')"
             )
+        self._agent_fits()
         minibatch = self.training.minibatch_size
         if minibatch is not None and minibatch > self.batch_size:
             raise ValueError(
@@ -122,6 +125,22 @@ class RunConfig(BaseModel):
             raise ValueError("each filter may appear once")
         self._resources_fit()
         return self
+
+    def _agent_fits(self) -> None:
+        """An agent run has its program, a ChatML template the endpoint renders conversations with, and
+        no tools of its own (the program brings them)."""
+        if self.rollout.backend != "agent":
+            return
+        if self.rollout.agent is None:
+            raise ValueError("rollout.backend 'agent' needs rollout.agent: the agent program")
+        if self.template.name not in AGENT_TEMPLATES:
+            raise ValueError(
+                f"rollout.backend 'agent' needs template.name among {', '.join(AGENT_TEMPLATES)}"
+            )
+        if self.tools:
+            raise ValueError("rollout.backend 'agent': the agent program brings its tools; leave tools empty")
+        if self.training.engine != "local":
+            raise ValueError("rollout.backend 'agent' needs training.engine 'local'")
 
     def _resources_fit(self) -> None:
         """The GPUs asked for are the ones the run uses: its device, and one DeepSpeed rank per GPU."""

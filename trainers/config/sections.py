@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from trainers.config.agent import AgentConfig
 from trainers.metrics.echo_trap import EchoTrapConfig
 
 
@@ -91,11 +92,13 @@ class RolloutConfig(BaseModel):
 
     prompts_per_step: int = Field(8, ge=1, description="prompts sampled per training step")
     samples_per_prompt: int = Field(8, ge=1, description="G: responses per prompt (one group)")
-    backend: Literal["local", "remote"] = Field(
+    backend: Literal["local", "remote", "agent"] = Field(
         "local",
         description="local: the training process generates; remote: rollout jobs on the rollout workers"
-        " (the workbench's rollout queue), sampling from the trainer's published weights",
+        " (the workbench's rollout queue), sampling from the trainer's published weights; agent: an agent"
+        " program (rollout.agent) plays each episode against the policy's OpenAI-compatible endpoint",
     )
+    agent: AgentConfig | None = Field(None, description="agent: the program and its sandbox limits")
     prompts_per_job: int | None = Field(
         None, ge=1, description="remote: prompts (whole groups) per rollout job; none = from jobs_per_worker"
     )

@@ -7,6 +7,7 @@ from trainers.rewards import (  # noqa: F401  (each import registers its compone
     format,
     otc,
     overlong,
+    posted,
     tool_n1,
     toolrl,
     torl,

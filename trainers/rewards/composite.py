@@ -68,7 +68,8 @@ class RewardDefinition(BaseModel):
         return {c.key: c.weight_at(step, total_steps) for c in self.components}
 
     def compute(self, trajectories: Sequence[Trajectory], ctx: RewardContext) -> None:
-        """Fill each trajectory's `rewards` (raw component values and sub-scores) and weighted `reward`."""
+        """Fill each trajectory's `rewards` (raw component values and sub-scores) and weighted `reward`;
+        a failed episode (`metadata["failure"]`, e.g. an agent program that crashed) gets reward 0."""
         groups: dict[str, list[Trajectory]] = {}
         for traj in trajectories:
             groups.setdefault(traj.group_id, []).append(traj)
@@ -83,3 +84,6 @@ class RewardDefinition(BaseModel):
                     for part, part_value in spec.component.parts(traj, ctx).items():
                         traj.rewards[f"{spec.key}/{part}"] = float(part_value)
                     traj.reward += weights[spec.key] * float(value)
+        for traj in trajectories:
+            if traj.metadata.get("failure"):  # an agent episode that crashed, hung or ran out of budget
+                traj.reward = 0.0

@@ -26,6 +26,11 @@ class SandboxLimits(BaseModel):
     network: bool = Field(False, description="True keeps the host network (no new network namespace)")
     preload: tuple[str, ...] = Field((), description="modules the warm worker imports before the call")
     hide: tuple[str, ...] = Field((), description="extra host paths to cover with an empty read-only tmpfs")
+    endpoint_dir: str | None = Field(
+        None,
+        description="a host directory of Unix sockets shown read-only at /endpoint: the snippet may connect"
+        " to the sockets in it (an agent program's session endpoint) and to nothing else",
+    )
 
 
 @dataclass

@@ -69,6 +69,7 @@ ETC_NETWORK_FILES = (
     "/etc/ca-certificates",
 )
 DEVICES = ("null", "zero", "full", "random", "urandom")
+ENDPOINT_MOUNT = "/endpoint"  # where a pool's endpoint directory (agent programs' sockets) appears
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -141,6 +142,14 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
 def _syscall_nr(name: str) -> int | None:
     arch = _AUDIT_ARCH.get(_MACHINE)
     return None if arch is None else _NR[name][arch[1]]
+
+
+def endpoint_path(config: dict) -> str | None:
+    """Where the snippet finds the endpoint directory's sockets: its mount in the sandbox's root, or the
+    host path itself in mode "none" (no root of its own); None when the pool has no endpoint."""
+    if not config.get("endpoint_dir"):
+        return None
+    return os.path.normpath(config["endpoint_dir"]) if config["mode"] == "none" else ENDPOINT_MOUNT
 
 
 def sandbox_env(config: dict) -> dict[str, str]:
@@ -300,20 +309,49 @@ def _apply_rlimits(config: dict) -> None:
         resource.setrlimit(which, value)
 
 
-def _block_sockets() -> None:
-    """Second line of defence behind the network namespace: Python-level sockets raise."""
+def _block_sockets(endpoint_dir: str | None) -> None:
+    """Second line of defence behind the network namespace: Python-level sockets raise, except Unix
+    stream sockets connecting to the endpoint directory's sockets when the pool has one."""
 
     def refuse(*_args, **_kwargs):
         raise PermissionError("network access is disabled in the sandbox")
 
-    class NoSocket(socket.socket):
-        def __init__(self, *args, **kwargs):
-            refuse()
+    def to_endpoint(address: object) -> bool:
+        if endpoint_dir is None or not isinstance(address, (str, bytes)):
+            return False
+        return os.path.dirname(os.path.normpath(os.fsdecode(address))) == endpoint_dir
 
+    def checked(connect):
+        def guarded(self, address):
+            if not to_endpoint(address):
+                refuse()
+            return connect(self, address)
+
+        return guarded
+
+    c_socket = sys.modules["_socket"].socket
+
+    class UnixOnly(c_socket):
+        """The C socket type, limited to AF_UNIX sockets that connect to the endpoint's sockets."""
+
+        def __init__(self, family=-1, type=-1, proto=-1, fileno=None):
+            if endpoint_dir is None or fileno is not None or family != socket.AF_UNIX:
+                refuse()
+            c_socket.__init__(self, family, type, proto)
+
+        connect = checked(c_socket.connect)
+        connect_ex = checked(c_socket.connect_ex)
+        bind = refuse
+
+    class NoSocket(socket.socket):
+        connect = checked(socket.socket.connect)
+        connect_ex = checked(socket.socket.connect_ex)
+        bind = refuse
+
+    sys.modules["_socket"].socket = UnixOnly  # what socket.socket.__init__ calls
     socket.socket = NoSocket
     for name in ("create_connection", "getaddrinfo", "socketpair", "fromfd", "create_server"):
         setattr(socket, name, refuse)
-    sys.modules["_socket"].socket = NoSocket
 
 
 # --- init side: a fresh root filesystem ------------------------------------------------------------
@@ -391,6 +429,7 @@ def _build_base_root(config: dict) -> None:
     binds = {p: os.open(p, os.O_PATH) for p in exposed if p not in links}
     devices = {d: os.open(f"/dev/{d}", os.O_PATH) for d in DEVICES if os.path.exists(f"/dev/{d}")}
     proc = os.open("/proc", os.O_PATH)
+    endpoint = os.open(config["endpoint_dir"], os.O_PATH) if config.get("endpoint_dir") else None
     new = _staging_dir()
     _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
     for path, fd in binds.items():
@@ -422,6 +461,9 @@ def _build_base_root(config: dict) -> None:
         os.symlink(target if name == "fd" else f"/proc/self/fd/{target}", f"{new}/dev/{name}")
     _mount(None, new + "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
     os.makedirs(new + config["scratch"], exist_ok=True)
+    if endpoint is not None:  # the agent endpoint's sockets: connectable, not writable
+        _bind(endpoint, new + ENDPOINT_MOUNT)
+        os.close(endpoint)
     _bind(proc, new + "/proc", readonly=False)
     os.close(proc)
     os.chdir(new)
@@ -541,7 +583,7 @@ def _snippet_main(config: dict, fds: dict[str, int], iso: dict, init_pid: int) -
         _die_with_parent(lambda: os.getppid() == init_pid)  # after the uid change, which clears it
         os.environ.clear()
         os.environ.update(sandbox_env(config))
-        _block_sockets()
+        _block_sockets(endpoint_path(config))
         _apply_rlimits(config)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)

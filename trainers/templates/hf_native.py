@@ -63,6 +63,22 @@ class HFNativeTemplate(ChatMLToolTemplate):
         full = super().render_prompt(question=_SPLIT, tools=tools)
         return full.split("<|im_start|>system\n", 1)[1].split("<|im_end|>", 1)[0]
 
+    def render_messages(self, messages: list[dict], tools: list[dict]) -> str:
+        """The tokenizer's own template over the conversation, given the tools when it accepts them."""
+        tok = self.tokenizer
+        if tok is None or not getattr(tok, "chat_template", None):
+            return super().render_messages(messages, tools)
+        convo = [hf_message(m) for m in messages]
+        if tools and not self.supports_tools(tok):
+            convo.insert(0, {"role": "system", "content": self.system_text(tools)})
+            tools = []
+        return tok.apply_chat_template(convo, tools=tools or None, add_generation_prompt=True, tokenize=False)
+
+    def render_followup(self, messages: list[dict], *, turn_closed: bool) -> str:
+        if self.tokenizer is None or not getattr(self.tokenizer, "chat_template", None):
+            return super().render_followup(messages, turn_closed=turn_closed)
+        return self.glue([hf_message(m) for m in messages], turn_closed)
+
     def render_tool_responses(self, results: list[ToolResult], *, turn_closed: bool = False) -> str:
         if self.tokenizer is None or not getattr(self.tokenizer, "chat_template", None):
             return super().render_tool_responses(results, turn_closed=turn_closed)
@@ -82,3 +98,16 @@ class HFNativeTemplate(ChatMLToolTemplate):
         if turn_closed and self.turn_end and glue.startswith(self.turn_end):
             glue = glue[len(self.turn_end) :]
         return glue
+
+
+def hf_message(message: dict) -> dict:
+    """A normalised message in the shape Hugging Face chat templates read (calls as function dicts)."""
+    out = {"role": message["role"], "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        out["tool_calls"] = [
+            {"type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in message["tool_calls"]
+        ]
+    if message.get("name"):
+        out["name"] = message["name"]
+    return out

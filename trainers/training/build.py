@@ -10,6 +10,8 @@ from typing import Any
 
 import torch
 
+from trainers.agent.program import AgentProgram
+from trainers.agent.rollouts import AgentRollouts
 from trainers.backends.base import GenerationBackend
 from trainers.backends.hf import HFBackend
 from trainers.backends.vllm import VLLMBackend, VLLMOptions, build_llm
@@ -80,7 +82,7 @@ def _rows(config: RunConfig) -> tuple[list[dict], list[dict]]:
     return split_rows(train, config.data.eval_fraction, config.seed)
 
 
-def _evaluator(config: RunConfig, engine: RolloutEngine, rows: list[dict]) -> Evaluator | None:
+def _evaluator(config: RunConfig, rollouts: Rollouts, rows: list[dict]) -> Evaluator | None:
     if not rows:
         return None
     rows = rows[: config.evaluation.max_problems] if config.evaluation.max_problems else rows
@@ -89,7 +91,7 @@ def _evaluator(config: RunConfig, engine: RolloutEngine, rows: list[dict]) -> Ev
         if spec.name == "correctness":
             mode = spec.params.get("mode", "math")
     return Evaluator(
-        engine, rows, correctness_judge(mode), samples=config.evaluation.pass_k,
+        rollouts, rows, correctness_judge(mode), samples=config.evaluation.pass_k,
         temperature=config.sampling.temperature or 1.0, greedy=config.evaluation.greedy,
     )  # fmt: skip
 
@@ -97,10 +99,14 @@ def _evaluator(config: RunConfig, engine: RolloutEngine, rows: list[dict]) -> Ev
 def _rollouts(
     config: RunConfig, engine: RolloutEngine, model: Any, tokenizer: Any, dispatcher: Dispatcher | None
 ) -> Rollouts:
-    """The training rollouts: the in-process engine, or jobs on the dispatcher's rollout workers (which
-    sample the same trajectories). Evaluation stays in-process either way."""
+    """The training rollouts: the in-process engine, an agent program's episodes (in-process too), or
+    jobs on the dispatcher's rollout workers (which sample the same trajectories)."""
     if config.rollout.backend == "local":
         return engine
+    if config.rollout.backend == "agent":
+        agent = config.rollout.agent
+        program = AgentProgram.from_config(agent)
+        return AgentRollouts(engine.backend, engine.template, program, agent, config.limits, config.sampling)
     if dispatcher is None:
         logger.info("rollout.backend is remote but no rollout workers were given: rolling out in-process")
         return engine
@@ -160,6 +166,7 @@ def build_trainer(
         prompt_source=config.template.source,
     )  # fmt: skip
     rollouts = _rollouts(config, engine, model, tokenizer, dispatcher)
+    evaluated = rollouts if config.rollout.backend == "agent" else engine  # evaluation runs in-process
     train_rows, eval_rows = _rows(config)
     estimator = config.algorithm.build()
     # the critic reads the policy's hidden states: on the policy's device
@@ -216,7 +223,7 @@ def build_trainer(
         sink=sink or RunDirSink(run_dir),
         run_dir=run_dir,
         filters=[FILTERS.get(f.name)(**filter_kwargs(f)) for f in config.filters],
-        evaluator=None if config.evaluation.runner == "jobs" else _evaluator(config, engine, eval_rows),
+        evaluator=None if config.evaluation.runner == "jobs" else _evaluator(config, evaluated, eval_rows),
         reference=frozen_copy(model) if needs_reference else None,
         value_head=value_head,
         detector=EchoTrapDetector(config.echo_trap.detector) if config.echo_trap.enabled else None,

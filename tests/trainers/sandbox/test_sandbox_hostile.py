@@ -393,3 +393,55 @@ def test_every_worker_dies_with_the_pools_process(how: str) -> None:
     finally:
         owner.kill()
         owner.wait()
+
+
+@pytest.fixture(scope="module")
+def endpoint_pool(tmp_path_factory: pytest.TempPathFactory):
+    """A pool whose snippets may reach the Unix sockets of one directory (an agent's session), with a
+    listening socket there and another one outside it."""
+    root = tmp_path_factory.mktemp("endpoint")
+    inside, outside = root / "sockets", root / "elsewhere"
+    for directory in (inside, outside):
+        directory.mkdir()
+        directory.chmod(0o711)
+    root.chmod(0o711)
+    servers = []
+    for path in (inside / "session.sock", outside / "other.sock"):
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        path.chmod(0o666)
+        server.listen()
+        threading.Thread(
+            target=lambda s=server: [s.accept()[0].sendall(b"hello") for _ in iter(int, 1)], daemon=True
+        ).start()
+        servers.append(server)
+    pool = WorkerPool(SandboxLimits(endpoint_dir=str(inside)), size=1)
+    yield pool, outside / "other.sock"
+    pool.close()
+    for server in servers:
+        server.close()
+
+
+def test_an_endpoint_pool_reaches_its_sockets_and_nothing_else(endpoint_pool) -> None:
+    pool, other = endpoint_pool
+    code = f"""
+import os, socket
+def attempt(family, address):
+    try:
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.connect(address)
+        return s.recv(5).decode()
+    except OSError as exc:
+        return type(exc).__name__
+print(attempt(socket.AF_UNIX, "/endpoint/session.sock"))
+print(attempt(socket.AF_UNIX, {str(other)!r}))
+print(attempt(socket.AF_UNIX, "/endpoint/../endpoint/session.sock"))
+print(attempt(socket.AF_INET, ("127.0.0.1", 5432)))
+try:
+    open("/endpoint/planted", "w")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+    result = pool.run(code)
+    assert result.ok, result.stderr
+    assert result.stdout.split() == ["hello", "PermissionError", "hello", "PermissionError", "OSError"]
