@@ -134,6 +134,7 @@ class AgentEndpoint:
         except MessageError as exc:
             raise EndpointError(400, str(exc)) from None
         tools = read_tools(body.get("tools"))
+        stops = self.template.stops(tools) + read_stops(body.get("stop"))
         with_calls = body.get("tool_choice", "auto") != "none"
         try:
             budget = session.budget(body.get("max_completion_tokens") or body.get("max_tokens"))
@@ -145,7 +146,6 @@ class AgentEndpoint:
         except MessageError as exc:
             raise EndpointError(400, str(exc)) from None
         segments = [segment] + [session.fork(segment) for _ in range(n - 1)]
-        stops = self.template.stops(tools) + read_stops(body.get("stop"))
         outputs = await asyncio.gather(
             *(self._sample(session, s, budget, stops, i) for i, s in enumerate(segments))
         )
