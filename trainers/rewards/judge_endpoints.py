@@ -53,7 +53,7 @@ def parse_judges(text: str) -> dict[str, JudgeEndpoint]:
     if not text:
         return {}
     source = JUDGES_ENV
-    if not text.startswith("{"):
+    if not text.startswith(("{", "[")):
         path = Path(text)
         try:
             text, source = path.read_text(encoding="utf-8"), str(path)
