@@ -220,22 +220,23 @@ class Judge(RewardComponent):
 
     def _ask(self, jobs: list[_Job]) -> None:
         """Fill each job's reply: from the cache, else from one request per distinct body."""
-        pending: dict[str, list[_Job]] = {}
+        bodies: dict[str, dict[str, Any]] = {}
+        waiting: dict[str, list[_Job]] = {}
         for job in jobs:
-            if job.body is None:
+            if job.body is None:  # the rubric failed to render: the job already holds its error
                 continue
             key = self._key(job.body)
             if key in self._cache:
                 self._cache.move_to_end(key)
                 job.reply, job.cached = self._cache[key], True
             else:
-                pending.setdefault(key, []).append(job)
-        if not pending:
+                bodies.setdefault(key, job.body)
+                waiting.setdefault(key, []).append(job)
+        if not bodies:
             return
-        endpoint = judge_endpoint(self.params.judge)
-        replies = ask_all(endpoint, [same[0].body for same in pending.values()])  # type: ignore[misc]
-        for (key, same), reply in zip(pending.items(), replies, strict=True):
-            for index, job in enumerate(same):
+        replies = ask_all(judge_endpoint(self.params.judge), list(bodies.values()))
+        for key, reply in zip(bodies, replies, strict=True):
+            for index, job in enumerate(waiting[key]):
                 job.reply, job.cached = reply, index > 0
             if reply.text is not None:  # transport failures are not kept: a later step asks again
                 self._remember(key, reply)

@@ -10,7 +10,7 @@ import asyncio
 import contextvars
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -114,13 +114,13 @@ def _usage_tokens(usage: Any) -> int:
     return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool) and c >= 0)
 
 
-def run_coroutine(make: Callable[[], Awaitable[T]]) -> T:
+def run_coroutine(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run the coroutine `make()` to completion from synchronous code; from inside a running event loop
     (an async caller) it runs in a thread of its own, with this context (egress policy) copied."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(make())  # type: ignore[arg-type]
+        return asyncio.run(make())
     context = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(context.run, lambda: asyncio.run(make())).result()  # type: ignore[arg-type]
+        return pool.submit(context.run, lambda: asyncio.run(make())).result()

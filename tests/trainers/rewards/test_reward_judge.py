@@ -226,3 +226,13 @@ def test_a_rubric_that_does_not_render_is_refused(judge):
         definition({"judge": "local", "rubric": "{{ nope }}"})
     with pytest.raises(ValidationError, match="'candidates' is undefined"):
         definition({"judge": "local", "rubric": RANKING_RUBRIC})  # pointwise has no candidates
+
+
+def test_a_rubric_that_fails_on_a_trajectory_scores_the_error_score_without_asking(judge, make_traj):
+    traj = make_traj("SCORE: 9")
+    judged = component(rubric="{% if response %}{{ 1 / 0 }}{% endif %}", error_score=-1.0)
+    assert scores(judged, [traj]) == [[-1.0]]
+    assert traj.metadata["judge"][0]["error"].startswith(
+        "rubric: template error on line 1: ZeroDivisionError"
+    )
+    assert judge.requests == [] and judge_metrics([traj])[keys.JUDGE_ERRORS] == 1.0
