@@ -24,6 +24,14 @@ TOOL_SERVER_ERRORS = "tools/server_errors"  # calls that failed at an MCP or env
 TOOL_SERVER_ERRORS_PREFIX = "tools/server_errors/"  # tools/server_errors/<server>: that server's failed calls
 FILTERED_FRAC = "filter/filtered_frac"  # groups dropped by the filters
 
+# LLM-judge rewards (the `judge` component records each call in trajectory.metadata[JUDGE_METADATA]).
+JUDGE_METADATA = "judge"
+JUDGE_CALLS = "reward/judge_calls"  # judge requests the step's rewards made, cache hits included
+JUDGE_ERRORS = "reward/judge_errors"  # calls that scored error_score (timeout, HTTP, refusal, format)
+JUDGE_CACHE_HITS = "reward/judge_cache_hits"  # answered from the run's cache (an identical request)
+JUDGE_TOKENS = "reward/judge_tokens"  # prompt + completion tokens the judge reported, cache hits excluded
+JUDGE_SECONDS = "reward/judge_s"  # summed time of the requests sent (they overlap: a batch runs concurrently)
+
 # Update statistics (the loss functions return these; the loop adds grad norm).
 LOSS_TOTAL = "loss/total"
 LOSS_POLICY = "loss/policy"

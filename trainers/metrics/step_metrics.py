@@ -82,6 +82,26 @@ def server_error_metrics(results: Sequence[ToolResult]) -> dict[str, float]:
     return out
 
 
+def judge_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """Judge calls, errors, cache hits, tokens and request time of the step; absent without a judge. A
+    groupwise call is recorded on each of its group's trajectories, its cost on the first only."""
+    calls = [
+        record
+        for t in trajectories
+        for record in t.metadata.get(keys.JUDGE_METADATA, [])
+        if isinstance(record, dict) and "seconds" in record
+    ]
+    if not calls:
+        return {}
+    return {
+        keys.JUDGE_CALLS: float(len(calls)),
+        keys.JUDGE_ERRORS: float(sum(record.get("error") is not None for record in calls)),
+        keys.JUDGE_CACHE_HITS: float(sum(bool(record.get("cached")) for record in calls)),
+        keys.JUDGE_TOKENS: float(sum(record.get("tokens", 0) for record in calls)),
+        keys.JUDGE_SECONDS: float(sum(record.get("seconds", 0.0) for record in calls)),
+    }
+
+
 def compute_step_metrics(
     trajectories: Sequence[Trajectory], *, filtered_frac: float | None = None
 ) -> dict[str, float]:
@@ -89,6 +109,7 @@ def compute_step_metrics(
     if not trajectories:
         return {} if filtered_frac is None else {keys.FILTERED_FRAC: filtered_frac}
     out = {**reward_metrics(trajectories), **rollout_metrics(trajectories), **tool_metrics(trajectories)}
+    out.update(judge_metrics(trajectories))
     if filtered_frac is not None:
         out[keys.FILTERED_FRAC] = filtered_frac
     return out

@@ -5,6 +5,7 @@ from trainers.rewards import (  # noqa: F401  (each import registers its compone
     correctness,
     env,
     format,
+    judge,
     otc,
     overlong,
     posted,

@@ -1,4 +1,4 @@
-"""The reward component protocol: validated parameters, a per-trajectory score, a per-group score."""
+"""The reward component protocol: validated parameters, a per-trajectory, per-group and per-batch score."""
 
 from __future__ import annotations
 
@@ -51,6 +51,11 @@ class RewardComponent(ABC):
     def score_group(self, trajectories: Sequence[Trajectory], ctx: RewardContext) -> list[float]:
         """Scores of the samples of one prompt; components that compare samples override this."""
         return [self.score(t, ctx) for t in trajectories]
+
+    def score_batch(self, groups: Sequence[Sequence[Trajectory]], ctx: RewardContext) -> list[list[float]]:
+        """Scores of every group of a batch; components that batch their work (e.g. requests to a judge
+        model, sent concurrently) override this."""
+        return [self.score_group(group, ctx) for group in groups]
 
     def parts(self, trajectory: Trajectory, ctx: RewardContext) -> dict[str, float]:
         """Named sub-scores recorded next to the total (e.g. ARTIST's answer, format, tool ratio)."""

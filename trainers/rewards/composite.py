@@ -12,6 +12,11 @@ from trainers.rewards.schedules import Schedule
 from trainers.trajectory import Trajectory
 
 
+def _located(prefix: str, loc: tuple, message: str) -> str:
+    """'params.mode: message'; an error of the parameters as a whole (empty loc) under 'params'."""
+    return f"{'.'.join([prefix, *map(str, loc)])}: {message}"
+
+
 class ComponentSpec(BaseModel):
     """One term of the sum: a registered component, its parameters, weight and schedule."""
 
@@ -32,7 +37,7 @@ class ComponentSpec(BaseModel):
         try:
             self._component = REWARDS.get(self.name)(**self.params)
         except ValidationError as exc:
-            where = "; ".join(f"params.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            where = "; ".join(_located("params", e["loc"], e["msg"]) for e in exc.errors())
             raise ValueError(f"{self.name}: {where}") from None
         return self
 
@@ -77,8 +82,8 @@ class RewardDefinition(BaseModel):
         for traj in trajectories:
             traj.reward = 0.0
         for spec in self.components:
-            for group in groups.values():
-                scores = spec.component.score_group(group, ctx)
+            scored = spec.component.score_batch(list(groups.values()), ctx)
+            for group, scores in zip(groups.values(), scored, strict=True):
                 for traj, value in zip(group, scores, strict=True):
                     traj.rewards[spec.key] = float(value)
                     for part, part_value in spec.component.parts(traj, ctx).items():

@@ -154,8 +154,9 @@ class RolloutEngine:
     ) -> Trajectory:
         env = toolset.environment
         specs = with_listed_tools(toolset.specs(), row)
+        question = str(row.get("question", row.get("prompt", "")))
         prompt = self.template.render_prompt(
-            question=str(row.get("question", row.get("prompt", ""))),
+            question=question,
             tools=specs,
             observation=env.observation() if env is not None else None,
             source=self.prompt_source,
@@ -166,7 +167,7 @@ class RolloutEngine:
             group_id=group_id,
             sample_index=k,
             ground_truth={"answer": row.get("answer"), "tool_calls": row.get("tool_calls")},
-            metadata=dict(row.get("metadata") or {}),
+            metadata={"question": question, **(row.get("metadata") or {})},  # what a judge reward reads
         )
         prompt_ids = self.encode(prompt)
         traj.turns.append(Turn("prompt", prompt, prompt_ids, [0] * len(prompt_ids)))

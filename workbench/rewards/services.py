@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from trainers.workbench_api import score_text
+from trainers.workbench_api import EgressPolicy, egress_policy, score_text
 from workbench.accounts.models import Team
 from workbench.catalog.services import catalog_item_create, catalog_version_create
 from workbench.prompts.tokenizers import TINY, load_tokenizer
@@ -62,19 +63,21 @@ def reward_definition_test(
     step: int = 0,
     total_steps: int | None = None,
 ) -> SampleScore:
-    """Each component's raw score, its weight at `step` and the total, for one pasted model output."""
+    """Each component's raw score, its weight at `step` and the total, for one pasted model output. A judge
+    component asks its judge (WORKBENCH_JUDGES) within the operator's egress allowlist."""
     tokenizer = load_tokenizer(TINY)  # token counts for length-based components (overlong penalty)
     try:
-        scores = score_text(
-            version.build(),
-            text,
-            ground_truth,
-            template,
-            tool_results,
-            step=step,
-            total_steps=total_steps,
-            encode=lambda s: tokenizer(s, add_special_tokens=False)["input_ids"],
-        )
+        with egress_policy(EgressPolicy.parse(settings.WORKBENCH_EGRESS_ALLOW)):
+            scores = score_text(
+                version.build(),  # refused when a judge it names is no longer registered
+                text,
+                ground_truth,
+                template,
+                tool_results,
+                step=step,
+                total_steps=total_steps,
+                encode=lambda s: tokenizer(s, add_special_tokens=False)["input_ids"],
+            )
     except (ValueError, TypeError, KeyError) as exc:  # e.g. malformed tool results, a component's refusal
         return SampleScore(error=f"{type(exc).__name__}: {exc}")
     return SampleScore(scores["components"], scores["weights"], scores["total"], notes=scores["notes"])

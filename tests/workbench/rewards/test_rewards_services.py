@@ -1,6 +1,7 @@
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from tests.support.judge_server import judge_server
 from workbench.catalog.services import version_diff
 from workbench.rewards import definitions, services
 
@@ -96,3 +97,23 @@ def test_sample_with_a_schedule_uses_the_step(team, member):
         version=version, text="\\boxed{89}", ground_truth={"answer": "89"}, template="qwen_tool", step=5
     )
     assert (score.weights, score.total) == ({"correctness": 0.5}, 0.5)
+
+
+def test_sample_with_a_judge_asks_the_registered_judge_within_the_allowlist(
+    team, member, monkeypatch, settings
+):
+    with judge_server(lambda body: "SCORE: 6") as server:
+        server.register(monkeypatch)
+        version = _create(team, member, components=[{"name": "judge", "params": {"judge": "local"}}])
+        sample = {"text": ANSWER, "ground_truth": {"answer": "89", "question": "12 * 7 + 5?"}}
+        settings.WORKBENCH_EGRESS_ALLOW = [server.url.removeprefix("http://").removesuffix("/v1")]
+        score = services.reward_definition_test(version=version, template="qwen_tool", **sample)
+        assert (score.components, score.total, score.error, score.notes) == ({"judge": 0.6}, 0.6, None, [])
+        assert "12 * 7 + 5?" in server.requests[0]["messages"][1]["content"]
+        settings.WORKBENCH_EGRESS_ALLOW = []  # the web process's setting, not the environment's, applies
+        refused = services.reward_definition_test(version=version, template="qwen_tool", **sample)
+        assert refused.components == {"judge": 0.0} and "unreachable" in refused.notes[0]
+        assert len(server.requests) == 1
+    monkeypatch.delenv("WORKBENCH_JUDGES")
+    gone = services.reward_definition_test(version=version, template="qwen_tool", **sample)
+    assert "no judge named 'local' is registered" in gone.error
