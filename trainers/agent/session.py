@@ -178,6 +178,7 @@ class AgentSession:
             ground_truth={"answer": row.get("answer"), "tool_calls": row.get("tool_calls")},
             metadata={
                 **dict(row.get("metadata") or {}),
+                "question": str(row.get("question", row.get("prompt", ""))),
                 "failure": self.failure,
                 "posted_reward": self.posted_reward,
                 "agent": {
