@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from trainers.agent import cli as agent_cli
 from trainers.config.loader import ConfigError
 from trainers.data_prep import cli as data_prep_cli
 from trainers.demo import cli as demo_cli
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cli.add_parser(subparsers)
     tools_cli.add_parser(subparsers)
     envs_cli.add_parser(subparsers)
+    agent_cli.add_parser(subparsers)
     return parser
 
 

@@ -21,8 +21,9 @@ import httpx as _httpx
 import openai as _openai
 
 _http = _httpx.Client(
-    transport=_httpx.HTTPTransport(uds={socket!r}),
+    transport=_httpx.HTTPTransport(uds={socket!r}, verify=False),  # plain HTTP over the socket: no CAs
     base_url="http://agent/v1",
+    verify=False,
     headers={{"Authorization": "Bearer " + {key!r}}},
     timeout={timeout!r},
 )
@@ -30,7 +31,8 @@ client = _openai.OpenAI(base_url="http://agent/v1", api_key={key!r}, http_client
 _program = {{"__name__": "agent_program"}}
 exec(compile({source!r}, {filename!r}, "exec"), _program)
 _result = _program[{entry!r}](_json.loads({task!r}), client)
-_http.post("/episodes/{episode}/result", json={{"result": _json.loads(_json.dumps(_result, default=str))}})
+_result = _json.loads(_json.dumps(_result, default=str))
+_ = _http.post("/episodes/{episode}/result", json={{"result": _result}})
 """
 
 

@@ -36,6 +36,16 @@ from trainers.templates import TEMPLATES
 from trainers.templates.chatml import ChatMLToolTemplate
 from trainers.trajectory import Trajectory
 
+# what the runner and the OpenAI client's chat completions import (some lazily): imported once in the
+# sandbox pool's zygote, so an episode's process starts with them
+RUNNER_MODULES = (
+    "httpx",
+    "httpcore",
+    "openai",
+    "openai.resources.chat.chat",
+    "openai.resources.chat.completions.completions",
+)
+WARM_WORKERS = 64
 SANDBOX_FAILURES = {"timeout": "timeout", "error": "crash", "killed": "crash"}
 LOG_CHARS = 20_000  # of each of stdout and stderr, kept with the episode for the inspector
 
@@ -78,7 +88,7 @@ class AgentRollouts:
         self.policy_version = 0
         self.sandbox_limits = SandboxLimits(
             wall_s=config.wall_s, cpu_s=math.ceil(config.wall_s), memory_mb=config.memory_mb,
-            endpoint_dir=endpoint_dir(), preload=("openai", "httpx"),
+            endpoint_dir=endpoint_dir(), preload=RUNNER_MODULES,
         )  # fmt: skip
 
     # --- the Rollouts protocol -------------------------------------------------------------------
@@ -106,7 +116,7 @@ class AgentRollouts:
     ) -> list[Trajectory]:  # fmt: skip
         """Every (row, sample) as an episode of the program; trajectories ordered by row, then sample."""
         self.backend.begin_rollout()
-        pool = shared_pool(self.sandbox_limits, min(self.config.concurrency, 4))
+        pool = shared_pool(self.sandbox_limits, min(self.config.concurrency, WARM_WORKERS))
         socket = f"{endpoint_dir()}/{secrets.token_hex(6)}.sock"
         inner = (
             f"{endpoint_path({'endpoint_dir': endpoint_dir(), 'mode': pool.mode})}/{socket.rsplit('/', 1)[1]}"

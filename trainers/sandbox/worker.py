@@ -16,10 +16,12 @@ config["mode"] says how the call is isolated:
 In "root" and "userns" the zygote pivots once into a new root: an empty read-only tmpfs holding
 read-only binds of what Python needs (the interpreter's prefixes, /usr and the library dirs, a few
 public /etc files) and a /dev with null/zero/full/random/urandom; the host's tree is detached. Each
-call's mount namespace is a copy of that, where the init mounts a fresh /proc for the call's pid
-namespace and a size-limited tmpfs at /tmp, the only writable place. When the init exits the kernel
-kills every process left in its namespace, setsid ones included. Each process sets
-PR_SET_PDEATHSIG=SIGKILL, so zygote, launchers, inits and snippets all die with the pool's process.
+call's mount namespace is a copy of that (with a pool's `endpoint_dir`, the agent endpoint's sockets,
+bound read-only at /endpoint: the only sockets a snippet may connect to), where the init mounts a
+fresh /proc for the call's pid namespace and a size-limited tmpfs at /tmp, the only writable place.
+When the init exits the kernel kills every process left in its namespace, setsid ones included. Each
+process sets PR_SET_PDEATHSIG=SIGKILL, so zygote, launchers, inits and snippets all die with the
+pool's process.
 The pool talks to the init directly over pipes whose ends the zygote passes it, so a call costs one
 round trip. Stdlib only: nothing from the project.
 """
