@@ -11,7 +11,6 @@ budget ends with that reason in `metadata["failure"]` (its reward is 0) and the 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import secrets
 from collections import Counter
@@ -26,8 +25,8 @@ from trainers.backends.base import GenerationBackend
 from trainers.config.agent import AgentConfig
 from trainers.config.limits import RolloutLimits
 from trainers.config.sampling import SamplingParams
-from trainers.rollout.caller_thread import run_with_caller_executor
-from trainers.rollout.scheduler import GenerationScheduler, SchedulerStats
+from trainers.rollout.in_process import InProcessRollouts
+from trainers.rollout.scheduler import GenerationScheduler
 from trainers.sandbox.backends import shared_pool
 from trainers.sandbox.limits import SandboxLimits, SandboxResult
 from trainers.sandbox.pool import WorkerPool
@@ -63,7 +62,7 @@ class _Live:
     threads: ThreadPoolExecutor
 
 
-class AgentRollouts:
+class AgentRollouts(InProcessRollouts):
     """Rows to trajectories through an agent program; the agent `Rollouts`."""
 
     def __init__(
@@ -80,34 +79,12 @@ class AgentRollouts:
         if not isinstance(template, ChatMLToolTemplate):
             raise ValueError("the agent endpoint renders conversations with a ChatML template")
         template.tokenizer = template.tokenizer or backend.tokenizer
-        self.backend, self.template, self.program, self.config = backend, template, program, config
-        self.limits = limits or RolloutLimits()
-        self.sampling = sampling or SamplingParams()
-        self.last_stats: SchedulerStats | None = None
-        self.last_metrics: dict[str, float] = {}
-        self.policy_version = 0
+        super().__init__(backend, limits, sampling)
+        self.template, self.program, self.config = template, program, config
         self.sandbox_limits = SandboxLimits(
             wall_s=config.wall_s, cpu_s=math.ceil(config.wall_s), memory_mb=config.memory_mb,
             endpoint_dir=endpoint_dir(), preload=RUNNER_MODULES,
         )  # fmt: skip
-
-    # --- the Rollouts protocol -------------------------------------------------------------------
-    def run(
-        self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
-    ) -> list[Trajectory]:
-        return run_with_caller_executor(
-            lambda executor: self.arun(rows, samples_per_prompt, seed=seed, executor=executor)
-        )
-
-    def prefetch(self, rows: list[dict], samples_per_prompt: int, seed: int | None) -> None:
-        """Nothing runs ahead: generation needs the thread that trains."""
-
-    def policy_changed(self, version: int) -> None:
-        self.policy_version = version
-        self.backend.policy_changed()
-
-    def generating(self) -> contextlib.AbstractContextManager[None]:
-        return self.backend.generating()
 
     # --- one rollout -----------------------------------------------------------------------------
     async def arun(

@@ -11,7 +11,6 @@ budget or a finished environment.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import zlib
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -21,9 +20,9 @@ from trainers.config.limits import TOOL_LIMIT_NOTICE, RolloutLimits
 from trainers.config.sampling import SamplingParams
 from trainers.envs.base import Environment
 from trainers.parsing.tool_calls import called_name
-from trainers.rollout.caller_thread import run_with_caller_executor
+from trainers.rollout.in_process import InProcessRollouts
 from trainers.rollout.observations import observation
-from trainers.rollout.scheduler import GenerationScheduler, SchedulerStats
+from trainers.rollout.scheduler import GenerationScheduler
 from trainers.templates import TEMPLATES, ChatTemplate
 from trainers.templates.base import tool_name
 from trainers.tools.toolset import ToolBinding, Toolset
@@ -43,7 +42,7 @@ class _Progress:
     turns: int = 0
 
 
-class RolloutEngine:
+class RolloutEngine(InProcessRollouts):
     """Turns dataset rows into trajectories with one backend, one template and a set of tool bindings;
     the in-process `Rollouts`."""
 
@@ -58,42 +57,15 @@ class RolloutEngine:
         prompt_source: str | None = None,
         max_concurrent: int = 512,
     ) -> None:
-        self.backend = backend
-        self.tokenizer = backend.tokenizer
+        super().__init__(backend, limits, sampling)
         if isinstance(template, str):
             template = TEMPLATES.get(template)(tokenizer=backend.tokenizer)
         elif template.tokenizer is None:
             template.tokenizer = backend.tokenizer
         self.template = template
         self.tool_bindings = list(tool_bindings)
-        self.limits = limits or RolloutLimits()
-        self.sampling = sampling or SamplingParams()
         self.prompt_source = prompt_source
         self.max_concurrent = max_concurrent  # live trajectories at once; bounds memory on big datasets
-        self.last_stats: SchedulerStats | None = None  # batches and generation time of the last run
-        self.last_metrics: dict[str, float] = {}  # nothing beyond `last_stats` is measured in-process
-        self.policy_version = 0  # the policy version the backend samples (0: the weights it was given)
-
-    def run(
-        self, rows: list[dict], samples_per_prompt: int = 1, *, seed: int | None = None
-    ) -> list[Trajectory]:
-        """Blocking form of `arun` for the trainer, scripts and the CLI: generation runs in the calling
-        thread (the one that trains, see `caller_thread`), tool calls in an event loop beside it."""
-        return run_with_caller_executor(
-            lambda executor: self.arun(rows, samples_per_prompt, seed=seed, executor=executor)
-        )
-
-    def prefetch(self, rows: list[dict], samples_per_prompt: int, seed: int | None) -> None:
-        """Nothing runs ahead in-process: generation needs the thread that trains."""
-
-    def policy_changed(self, version: int) -> None:
-        """The live policy the backend samples was updated: the backend takes the new weights."""
-        self.policy_version = version
-        self.backend.policy_changed()
-
-    def generating(self) -> contextlib.AbstractContextManager[None]:
-        """The backend's generation context (a colocated vLLM engine is awake only inside)."""
-        return self.backend.generating()
 
     async def arun(
         self,

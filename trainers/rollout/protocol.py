@@ -1,7 +1,8 @@
 """The `Rollouts` seam: what the trainer asks of whatever turns a step's rows into trajectories.
 
-Implemented by the in-process `RolloutEngine` (trainers.rollout.engine) and by `RemoteRollouts`, which
-runs the rows as jobs on rollout workers (trainers.rollout.remote.client). The trainer sees only this.
+Implemented in-process by `RolloutEngine` (trainers.rollout.engine) and `AgentRollouts` (an agent program
+per episode, trainers.agent.rollouts), and by `RemoteRollouts`, which runs the rows as jobs on rollout
+workers (trainers.rollout.remote.client). The trainer sees only this.
 """
 
 from __future__ import annotations
