@@ -19,11 +19,12 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from trainers.agent.messages import MessageError, normalise, to_openai
 from trainers.agent.session import AgentSession, LimitExceeded, Segment
+from trainers.agent.streaming import completion_events
 from trainers.backends.base import GenerationOutput, GenerationRequest
 from trainers.config.limits import RolloutLimits
 from trainers.config.sampling import SamplingParams
@@ -82,13 +83,14 @@ class AgentEndpoint:
         ]
         return Starlette(routes=routes)
 
-    def _guarded(self, handler: Callable[[Request, AgentSession], Awaitable[dict]]):
-        async def endpoint(request: Request) -> JSONResponse:
+    def _guarded(self, handler: Callable[[Request, AgentSession], Awaitable[dict | Response]]):
+        async def endpoint(request: Request) -> Response:
             try:
                 session = self._session(request)
-                return JSONResponse(await handler(request, session))
+                answer = await handler(request, session)
             except EndpointError as exc:
                 return exc.response()
+            return answer if isinstance(answer, Response) else JSONResponse(answer)
 
         return endpoint
 
@@ -122,10 +124,17 @@ class AgentEndpoint:
         session.result = (await read_json(request)).get("result")
         return {"episode": session.episode_id}
 
-    async def chat(self, request: Request, session: AgentSession) -> dict:
+    async def chat(self, request: Request, session: AgentSession) -> dict | Response:
         body = await read_json(request)
-        if body.get("stream"):
-            raise EndpointError(400, "stream is not supported: ask without stream", code="stream_unsupported")
+        completion = await self.complete(body, session)
+        if not body.get("stream"):
+            return completion
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        events = completion_events(completion, include_usage=include_usage)
+        return StreamingResponse(events, media_type="text/event-stream")
+
+    async def complete(self, body: dict, session: AgentSession) -> dict:
+        """The chat completion a request's body asks for, recorded in its session."""
         n = body.get("n") or 1
         if not isinstance(n, int) or not 1 <= n <= MAX_CHOICES:
             raise EndpointError(400, f"n must be an integer from 1 to {MAX_CHOICES}")

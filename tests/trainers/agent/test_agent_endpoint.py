@@ -4,6 +4,7 @@ malformed requests get OpenAI-shaped errors and change nothing, limits answer wi
 from __future__ import annotations
 
 import asyncio
+import json
 
 import httpx
 import pytest
@@ -66,7 +67,6 @@ def test_keys_open_only_their_episode_and_only_until_it_ends(endpoint):
     [
         ({"messages": []}, "non-empty list"),
         ({"messages": [{"role": "wizard", "content": "x"}]}, "needs a role"),
-        ({"messages": USER, "stream": True}, "stream is not supported"),
         ({"messages": USER, "n": 99}, "n must be"),
         ({"messages": USER, "tools": [{"type": "function"}]}, "function.name"),
         ({"messages": USER, "stop": ["a", "b", "c", "d", "e"]}, "stop must be"),
@@ -103,3 +103,24 @@ def test_a_reward_must_be_a_number(endpoint):
     assert bad.status_code == 400 and session.posted_reward is None
     good = call(endpoint, "POST", "/v1/episodes/e1/reward", session.key, json={"reward": 0.25})
     assert good.status_code == 200 and session.posted_reward == 0.25
+
+
+def test_a_streamed_completion_carries_the_same_message_and_calls(tiny_tokenizer):
+    backend = NonCanonicalBackend(tiny_tokenizer, calls_then_answer(1))
+
+    async def generate(request):
+        return backend.generate([request])[0]
+
+    template = TEMPLATES.get("qwen_tool")(tokenizer=tiny_tokenizer)
+    endpoint = AgentEndpoint(template, RolloutLimits(), SamplingParams(), generate)
+    session = endpoint.open("e1", seed=None)
+    body = {"messages": USER, "stream": True, "stream_options": {"include_usage": True}}
+    response = call(endpoint, "POST", "/v1/chat/completions", session.key, json=body)
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = [line[len("data: ") :] for line in response.text.splitlines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    delta = chunks[0]["choices"][0]["delta"]
+    assert delta["tool_calls"][0]["function"]["name"] == "calculator" and delta["tool_calls"][0]["index"] == 0
+    assert chunks[1]["choices"][0]["finish_reason"] == "tool_calls"
+    assert chunks[2]["usage"]["completion_tokens"] == len(session.segments[0].turns[-1].token_ids)

@@ -53,6 +53,14 @@ def test_the_openai_client_gets_a_completion(served):
     assert [m.id for m in client.models.list().data] == ["local"]
 
 
+def test_the_openai_client_streams_the_same_completion(served):
+    client = openai.OpenAI(base_url=served, api_key=KEY, max_retries=0)
+    messages = [{"role": "user", "content": "2+2?"}]
+    chunks = list(client.chat.completions.create(model="local", messages=messages, max_tokens=8, stream=True))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[-1].choices[0].finish_reason in ("stop", "length", "tool_calls")
+
+
 def test_a_request_without_the_key_is_refused(served):
     client = openai.OpenAI(base_url=served, api_key="wrong", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
