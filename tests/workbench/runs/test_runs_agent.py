@@ -155,3 +155,16 @@ def test_the_inspector_shows_the_programs_result(client_for, member, run, make_t
     assert 'stdout <span class="muted">(empty)</span>' in body
     body = client.get(reverse("runs:trajectory", args=[run.pk, builtin.pk])).content.decode()
     assert 'id="agent-episode"' not in body
+
+
+def test_the_form_offers_only_the_teams_programs_and_shows_the_bound(
+    client_for, member, outsider, other_team, prompts, agent_version
+):
+    theirs = agent_program_create(team=other_team, user=outsider, name="theirs", source=PROGRAM)
+    client = client_for(member)
+    body = client.get(reverse("runs:create")).content.decode()
+    assert "echo v1" in body and "theirs v1" not in body
+    assert "Operator bound: ≤ 300 (WORKBENCH_AGENT_MAX_WALL_S)" in body
+    response = client.post(reverse("runs:create"), _agent_form(prompts, theirs, ""))
+    assert "Select a valid choice" in response.context["form"].errors["agent_version"][0]
+    assert not Run.objects.exists()

@@ -148,9 +148,11 @@ class RunForm(TeamScopedFormMixin, forms.Form):
             self.fields[path] = field
         for path, label in self.LEAD_LABELS.items():
             self.fields[path].label = f"{label} ({path})"
-        for path, text in OperatorBounds.from_settings().help_texts().items():
+        bounds = OperatorBounds.from_settings()
+        for path, text in bounds.help_texts().items():
             self.fields[path].help_text = f"{self.fields[path].help_text}. {text}".lstrip(". ")
-        self.fields["agent_wall_s"].help_text += f". {self.fields['rollout.agent'].help_text}"
+        wall_s = f"Operator bound: ≤ {bounds.agent_maxima['wall_s']:g} (WORKBENCH_AGENT_MAX_WALL_S)"
+        self.fields["agent_wall_s"].help_text += f". {wall_s}"
         if config is not None:
             self.initial.update(flatten(config, self.config_fields))
             self.initial["agent_wall_s"] = _at(config, "rollout.agent.wall_s")
