@@ -31,4 +31,3 @@ def test_a_syntax_error_is_shown_then_a_valid_program_is_saved(page, login, memb
     expect(page.get_by_role("heading", level=1)).to_contain_text("four v2")
     page.goto("/agents/")
     expect(page.locator("#agent-list")).to_contain_text("v2")
-    screenshot("agent-program-list")
