@@ -25,6 +25,9 @@ Evaluation
     (metrics, trajectories), as `python -m trainers eval` prints them; eval_metrics_finite(metrics): the
     metrics with NaN as None. evaluation_due(every_steps, step, *, last): whether a run evaluates its
     policy after a step, the rule its trainer follows too.
+Agent programs
+    check_agent_program(source, filename): raise AgentProgramError unless the source parses and defines a
+    top-level `run(task, client)` (what `rollout.agent` checks before a run starts).
 Echo-trap detection
     EchoTrapConfig, EchoTrapDetector: RAGEN's collapse detector, replayed over stored series.
 Prompt templates
@@ -56,6 +59,7 @@ Outbound requests
     started in that context use it), EGRESS_ERROR (the one message of every refused or failed request).
 Demo
     demo_expert_conversations(): the calculator demo's SFT conversations (a conversations dataset);
+    demo_agent_program(): the calculator agent program's text (the demo catalog's agent program);
     DEMO_LEARNING_RUN, DEMO_COLLAPSE_RUN: the configs of the demo runs (SFT then GRPO that learns, and
     the recipe that collapses into an echo-trap alert).
 Artifacts
@@ -71,8 +75,11 @@ from __future__ import annotations
 from typing import Any
 
 from trainers.config import PRESETS, ConfigError, RunConfig, preset_config, validate_config
+from trainers.config.agent import ProgramError as AgentProgramError
+from trainers.config.agent import check_program as check_agent_program
 from trainers.demo.catalog import COLLAPSE_RUN as DEMO_COLLAPSE_RUN
 from trainers.demo.catalog import LEARNING_RUN as DEMO_LEARNING_RUN
+from trainers.demo.catalog import agent_program_source as demo_agent_program
 from trainers.demo.catalog import expert_conversations as demo_expert_conversations
 from trainers.mcp.client import POOL as MCP_POOL
 from trainers.mcp.client import McpCallError
@@ -120,6 +127,7 @@ __all__ = [
     "REWARDS",
     "TEMPLATES",
     "TOOLS",
+    "AgentProgramError",
     "ArtifactStore",
     "ConfigError",
     "EGRESS_ERROR",
@@ -148,6 +156,8 @@ __all__ = [
     "Toolset",
     "Trajectory",
     "build_tiny_tokenizer",
+    "check_agent_program",
+    "demo_agent_program",
     "demo_expert_conversations",
     "describe_components",
     "server_metadata",

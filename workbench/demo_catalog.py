@@ -1,7 +1,7 @@
 """The demo catalog `make run` seeds: arithmetic data, the calculator demo's expert conversations (SFT
-data), the calculator and python tools, the survey's Qwen tool template, a correctness + format reward and
-ARTIST's answer + tool-execution reward (the demo runs'). Idempotent: items that exist by name are left
-alone."""
+data), the calculator and python tools, the survey's Qwen tool template, a correctness + format reward,
+ARTIST's answer + tool-execution reward (the demo runs') and the calculator written as an agent program.
+Idempotent: items that exist by name are left alone."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import random
 
 from django.core.files.base import ContentFile
 
-from trainers.workbench_api import DEMO_LEARNING_RUN, demo_expert_conversations
+from trainers.workbench_api import DEMO_LEARNING_RUN, demo_agent_program, demo_expert_conversations
 from workbench.accounts.models import Team
+from workbench.agents.models import AgentProgram
+from workbench.agents.services import agent_program_create
 from workbench.datasets.models import Dataset, DatasetKind
 from workbench.datasets.services import dataset_upload_create
 from workbench.prompts.models import PromptTemplate
@@ -27,6 +29,7 @@ SFT_DATASET_NAME = "Calculator experts (demo)"
 TEMPLATE_NAME = "Qwen tool (survey)"
 REWARD_NAME = "Correctness + format"
 TOOL_REWARD_NAME = "Answer + tool execution (ARTIST)"
+AGENT_NAME = "Calculator agent (demo)"
 TOOL_NAMES = ("calculator", "python")
 
 
@@ -122,6 +125,15 @@ def seed_demo_catalog(*, team: Team, user) -> None:
             family="qwen_tool",
             source=family_source("qwen_tool"),
             description="The survey's Qwen tool template: tools as JSON Schema, <think>, <tool_call>.",
+        )
+    if not _exists(AgentProgram, team, AGENT_NAME):
+        agent_program_create(
+            team=team,
+            user=user,
+            name=AGENT_NAME,
+            source=demo_agent_program(),
+            description="The calculator task as a plain OpenAI-client tool loop: run with rollout backend"
+            " agent, the Qwen tool template and the arithmetic data (docs/agents.md).",
         )
 
 

@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "workbench.toolschemas",
     "workbench.prompts",
     "workbench.rewards",
+    "workbench.agents",
     "workbench.runs",
     "workbench.evaluations",
 ]
@@ -288,6 +289,10 @@ WORKBENCH_SANDBOX_PRELOAD = env_list("WORKBENCH_SANDBOX_PRELOAD", "")
 # killed at the tool's timeout).
 WORKBENCH_CALCULATOR_MAX_BITS = int(os.environ.get("WORKBENCH_CALCULATOR_MAX_BITS", "8192"))
 WORKBENCH_CALCULATOR_MAX_DEPTH = int(os.environ.get("WORKBENCH_CALCULATOR_MAX_DEPTH", "100"))
+# An agent program's episode (rollout.agent): its wall-clock limit, memory, and programs running at once.
+WORKBENCH_AGENT_MAX_WALL_S = float(os.environ.get("WORKBENCH_AGENT_MAX_WALL_S", "300"))
+WORKBENCH_AGENT_MAX_MEMORY_MB = int(os.environ.get("WORKBENCH_AGENT_MAX_MEMORY_MB", "4096"))
+WORKBENCH_AGENT_MAX_CONCURRENCY = int(os.environ.get("WORKBENCH_AGENT_MAX_CONCURRENCY", "16"))
 # 1 where the rollout workers have GPUs set aside for rollouts and evaluations (in no gpu-queue worker's
 # WORKBENCH_GPUS): only then may remote rollouts and evaluations use model.device cuda (they claim no GPU).
 WORKBENCH_ROLLOUT_CUDA = env_bool("WORKBENCH_ROLLOUT_CUDA", default=False)

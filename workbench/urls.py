@@ -24,6 +24,7 @@ urlpatterns = [
     path("tools/", include("workbench.toolschemas.urls")),
     path("templates/", include("workbench.prompts.urls")),
     path("rewards/", include("workbench.rewards.urls")),
+    path("agents/", include("workbench.agents.urls")),
     path("runs/", include("workbench.runs.urls")),
     path("evaluations/", include("workbench.evaluations.urls")),
     path("admin/", admin.site.urls),

@@ -1,7 +1,9 @@
 import pytest
 
+from workbench.agents.models import AgentProgram
 from workbench.datasets.models import Dataset, DatasetKind, DatasetRow
 from workbench.demo_catalog import (
+    AGENT_NAME,
     DATASET_NAME,
     REWARD_NAME,
     SFT_DATASET_NAME,
@@ -43,6 +45,9 @@ def test_seed_is_complete_and_idempotent(team, admin):
         "python",
     ]
     assert PromptTemplate.objects.get(team=team).name == TEMPLATE_NAME
+    agent = AgentProgram.objects.get(team=team)
+    assert (agent.name, agent.versions.count()) == (AGENT_NAME, 1)
+    assert "def run(task, client):" in agent.latest_version().source
     assert sorted(RewardDefinition.objects.filter(team=team).values_list("name", flat=True)) == sorted(
         [REWARD_NAME, TOOL_REWARD_NAME]
     )

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from trainers.config.agent import ENTRY_POINT, AgentConfig, check_program
 
+# Its last line is an assignment: the sandbox prints the value of a final bare expression, which would
+# land in the program's stdout.
 RUNNER = """\
 import json as _json
 
@@ -32,7 +34,7 @@ _program = {{"__name__": "agent_program"}}
 exec(compile({source!r}, {filename!r}, "exec"), _program)
 _result = _program[{entry!r}](_json.loads({task!r}), client)
 _result = _json.loads(_json.dumps(_result, default=str))
-_ = _http.post("/episodes/{episode}/result", json={{"result": _result}})
+_posted = _http.post("/episodes/{episode}/result", json={{"result": _result}})
 """
 
 

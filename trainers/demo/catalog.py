@@ -1,5 +1,6 @@
 """What the workbench's demo needs from the calculator demo: its expert conversations (an SFT dataset
-of the demo catalog) and the configs of its two demo runs as `RunConfig`s.
+of the demo catalog), its agent program (the calculator as an OpenAI-client tool loop) and the configs
+of its two demo runs as `RunConfig`s.
 
 Both runs build the tiny model in their run directory (its tokenizer trained on the SFT conversations)
 and warm-start it with SFT on the calculator demo's experts (60% call the calculator and copy its
@@ -15,6 +16,7 @@ result, the others answer directly), then train GRPO on ARTIST's answer and tool
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from trainers.demo.arithmetic import make_splits
@@ -25,6 +27,7 @@ ARTIST_PARAMS = {"mode": "numeric", "answer_weight": 1.0, "format_weight": 0.0, 
 REWARD_COMPONENTS = [{"name": "artist", "params": ARTIST_PARAMS}]
 EXPERTS = 1000  # 600 tool-using conversations: 500 steps of 16 see each about 13 times, not 33 (of 240)
 TOOL_FRACTION = 0.6  # the calculator demo's mix
+AGENT_PROGRAM = Path(__file__).parent / "agents" / "calculator.py"
 
 # The calculator demo's model has 4 layers of 128 (0.4 s per SFT step on one core: its 1100-step curriculum
 # alone takes 7 minutes). Copying the calculator's digits into the answer needs a layer that finds the
@@ -90,3 +93,8 @@ def expert_conversations(
         {"messages": record["messages"], "answer": record["answer"]}
         for record in make_experts(problems, tool_fraction=tool_fraction, seed=0)
     ]
+
+
+def agent_program_source() -> str:
+    """The calculator agent program's text (docs/agents.md): the demo catalog's agent program."""
+    return AGENT_PROGRAM.read_text(encoding="utf-8")

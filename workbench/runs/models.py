@@ -74,6 +74,10 @@ class Run(models.Model):
         "rewards.RewardDefinitionVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     tool_versions = models.ManyToManyField("toolschemas.ToolSchemaVersion", blank=True, related_name="+")
+    # The agent program an agent run plays its episodes with (inlined as rollout.agent.source).
+    agent_version = models.ForeignKey(
+        "agents.AgentProgramVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     queue = models.CharField(max_length=64, default="cpu")
 
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)

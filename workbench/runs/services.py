@@ -36,9 +36,11 @@ def run_config_compose(
     reward_version=None,
     tool_versions: Sequence = (),
     sft_dataset_version=None,
+    agent_version=None,
 ) -> dict[str, Any]:
-    """The config with the pinned catalog versions written into the sections they define. Pinned data
-    files are written by the worker (its run directory), so the snapshot names no path for them."""
+    """The config with the pinned catalog versions written into the sections they define (an agent
+    program's source into rollout.agent, beside the limits the config gives it). Pinned data files are
+    written by the worker (its run directory), so the snapshot names no path for them."""
     config = copy.deepcopy(base)
     if sft_dataset_version is not None and isinstance(config.get("sft"), dict):
         config["sft"] = {**config["sft"], "data_path": None}
@@ -48,6 +50,10 @@ def run_config_compose(
         config["reward"] = copy.deepcopy(reward_version.definition)
     if tool_versions:
         config["tools"] = [version.binding() for version in tool_versions]
+    if agent_version is not None:
+        rollout = config.get("rollout") if isinstance(config.get("rollout"), dict) else {}
+        agent = rollout.get("agent") if isinstance(rollout.get("agent"), dict) else {}
+        config["rollout"] = {**rollout, "agent": {**agent, "program": None, "source": agent_version.source}}
     return config
 
 
@@ -140,6 +146,7 @@ def run_create_check(
     reward_version=None,
     tool_versions: Sequence = (),
     sft_dataset_version=None,
+    agent_version=None,
     launch: bool = True,
 ) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
     """(The snapshot run_create would store, every reason it would refuse the run by field.) One pass:
@@ -151,7 +158,7 @@ def run_create_check(
     errors.collect(
         _check_pins,
         team,
-        [dataset_version, sft_dataset_version, prompt_version, reward_version, *tool_versions],
+        [dataset_version, sft_dataset_version, prompt_version, reward_version, agent_version, *tool_versions],
     )
     composed = run_config_compose(
         base=config,
@@ -160,6 +167,7 @@ def run_create_check(
         reward_version=reward_version,
         tool_versions=tool_versions,
         sft_dataset_version=sft_dataset_version,
+        agent_version=agent_version,
     )
     snapshot, invalid = run_config_normalise(composed)
     errors.add(invalid)
@@ -171,7 +179,10 @@ def run_create_check(
     typed = validate_config(snapshot)
     errors.add(
         run_requirements_errors(
-            typed, dataset_version=dataset_version, sft_dataset_version=sft_dataset_version
+            typed,
+            dataset_version=dataset_version,
+            sft_dataset_version=sft_dataset_version,
+            agent_version=agent_version,
         )
     )  # what the worker would refuse a moment after it starts
     if launch and queue in QUEUE_NAMES:
@@ -224,6 +235,7 @@ def run_create(
     reward_version=None,
     tool_versions: Sequence = (),
     sft_dataset_version=None,
+    agent_version=None,
     cloned_from: Run | None = None,
     launch: bool = True,
 ) -> Run:
@@ -239,6 +251,7 @@ def run_create(
         reward_version=reward_version,
         tool_versions=tool_versions,
         sft_dataset_version=sft_dataset_version,
+        agent_version=agent_version,
         launch=launch,
     )
     if errors:
@@ -254,6 +267,7 @@ def run_create(
         sft_dataset_version=sft_dataset_version,
         prompt_version=prompt_version,
         reward_version=reward_version,
+        agent_version=agent_version,
         cloned_from=cloned_from,
     )
     run.full_clean()
@@ -332,4 +346,5 @@ def run_clone_initial(*, run: Run) -> dict[str, Any]:
         "prompt_version": run.prompt_version_id,
         "reward_version": run.reward_version_id,
         "tool_versions": list(run.tool_versions.values_list("pk", flat=True)),
+        "agent_version": run.agent_version_id,
     }

@@ -53,6 +53,7 @@ def test_the_inspector_gets_the_programs_log(episodes):
     crash = by_mode["crash"][0].metadata["agent"]["log"]
     assert crash["status"] == "error" and "the agent's own bug" in crash["error"]
     assert "RuntimeError" in crash["stderr"]
+    assert by_mode["edit"][0].metadata["agent"]["log"]["stdout"] == ""  # the program printed nothing
     assert by_mode["silent"][0].turns[0].role == "prompt" and len(by_mode["silent"][0].turns) == 1
 
 

@@ -42,9 +42,11 @@ def test_the_demo_recipe_pins_the_demo_catalog_and_launches_as_it_opens(
         "prompt_version": pins["prompt_version"].pk,
         "reward_version": pins["reward_version"].pk,
         "tool_versions": [version.pk for version in pins["tool_versions"]],
+        "agent_version": None,  # the demo runs' rollouts are built in
     }
     config = validate_config(DEMO_LEARNING_RUN).model_dump(mode="json")
-    posted = form_post(config, name="demo", **{name: form[name].value() for name in form.PINS})
+    pinned = {name: form[name].value() for name in form.PINS if form[name].value() is not None}
+    posted = form_post(config, name="demo", **pinned)
     with django_capture_on_commit_callbacks(execute=False):
         response = client.post(DEMO_URL, posted)
     assert response.status_code == 302, response.context["form"].errors

@@ -7,6 +7,9 @@ A run launched from the workbench may use (settings are named after their enviro
   them before the call's namespaces and privilege drop: what it imports is the operator's choice);
 - a calculator tool's max_bits and max_depth up to WORKBENCH_CALCULATOR_MAX_BITS / _MAX_DEPTH (a default
   above the maximum is lowered to it);
+- an agent program's episodes (rollout.agent) within WORKBENCH_AGENT_MAX_WALL_S / _MEMORY_MB /
+  _CONCURRENCY (the validated config holds every limit, defaults included: each is checked), and its
+  `program` a file under WORKBENCH_DATA_ROOTS (the workbench inlines a pinned program as `source`);
 - at most WORKBENCH_MAX_ROLLOUTS_PER_STEP rollouts a step (rollout.prompts_per_step x samples_per_prompt:
   the trajectories generated, scored and held for one update);
 - at most WORKBENCH_MAX_RANKS DeepSpeed ranks (processes on one worker; a CPU run's must also fit the
@@ -59,6 +62,12 @@ CALCULATOR_MAXIMA = {
     "max_bits": "WORKBENCH_CALCULATOR_MAX_BITS",
     "max_depth": "WORKBENCH_CALCULATOR_MAX_DEPTH",
 }
+# rollout.agent limit -> the setting holding the operator's maximum
+AGENT_MAXIMA = {
+    "wall_s": "WORKBENCH_AGENT_MAX_WALL_S",
+    "memory_mb": "WORKBENCH_AGENT_MAX_MEMORY_MB",
+    "concurrency": "WORKBENCH_AGENT_MAX_CONCURRENCY",
+}
 POOL_SIZE = "WORKBENCH_SANDBOX_MAX_POOL_SIZE"  # warm sandbox workers of one python tool (`pool_size`)
 NETWORK = "WORKBENCH_SANDBOX_ALLOW_NETWORK"
 PRELOAD = "WORKBENCH_SANDBOX_PRELOAD"  # modules a python tool's sandbox may import before isolating
@@ -89,6 +98,7 @@ class OperatorBounds:
 
     maxima: dict[str, float]
     calculator_maxima: dict[str, int]
+    agent_maxima: dict[str, float]
     max_pool_size: float
     allow_network: bool
     preload: frozenset[str]
@@ -103,6 +113,7 @@ class OperatorBounds:
         return cls(
             maxima={limit: float(getattr(settings, name)) for limit, name in LIMIT_MAXIMA.items()},
             calculator_maxima={key: int(getattr(settings, name)) for key, name in CALCULATOR_MAXIMA.items()},
+            agent_maxima={key: float(getattr(settings, name)) for key, name in AGENT_MAXIMA.items()},
             max_pool_size=float(getattr(settings, POOL_SIZE)),
             allow_network=bool(getattr(settings, NETWORK)),
             preload=frozenset(getattr(settings, PRELOAD)),
@@ -122,6 +133,7 @@ class OperatorBounds:
         preload = ", ".join(sorted(self.preload)) or "none"
         calculator = ", ".join(f"{key} ≤ {value}" for key, value in self.calculator_maxima.items())
         group = f"prompts_per_step × samples_per_prompt ≤ {self.max_rollouts}"
+        agent = ", ".join(f"{key} ≤ {value:g}" for key, value in self.agent_maxima.items())
         return {
             **dict.fromkeys(GROUP_PATHS, f"Operator bound: {group} ({MAX_ROLLOUTS})"),
             "model.path": f"Operator bound: '{BUNDLED_MODEL}' or a directory under {models}.",
@@ -130,6 +142,8 @@ class OperatorBounds:
             f"{network}; limits.preload only of {preload} ({PRELOAD}). The calculator's {calculator}. "
             f"A tool's *_path: a file under {data}. An mcp tool: a server of {MCP_SERVERS} open to the "
             "run's team.",
+            "rollout.agent": f"Operator bounds: {agent} (WORKBENCH_AGENT_MAX_*); program: a file under "
+            f"{data}.",
             "training.deepspeed.ranks": f"Operator bound: ≤ {self.max_ranks} ({MAX_RANKS}); on the CPU "
             "(resources.gpus 0) no more than the CPU cores of the worker that trains the run, with GPUs one "
             "rank per GPU",
@@ -327,6 +341,21 @@ class _Check:
             for path in GROUP_PATHS:
                 self.fail(path, message)
 
+    def agent(self) -> None:
+        """An agent program's episodes within the operator's maxima; a path to its program under the data
+        roots (the worker reads it)."""
+        agent = _get(self.config, "rollout.agent")
+        if not isinstance(agent, dict):
+            return
+        real = self.data_file(agent.get("program"), "rollout.agent.program")
+        if real is not None:
+            agent["program"] = real
+        for key, setting in AGENT_MAXIMA.items():
+            maximum, value = self.bounds.agent_maxima[key], agent.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > maximum:
+                message = f"{value:g} is above the operator's maximum of {maximum:g} ({setting})"
+                self.fail(f"rollout.agent.{key}", message)
+
     def pool_size(self, value: Any, path: str) -> None:
         if value is None:
             return
@@ -352,6 +381,7 @@ def run_config_bound(
     check.ranks()
     check.rollouts()
     check.rollout_device()
+    check.agent()
     tools = check.config.get("tools")
     for index, tool in enumerate(tools if isinstance(tools, list) else []):
         check.tool(index, tool)

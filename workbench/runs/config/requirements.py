@@ -3,15 +3,17 @@ what is missing instead of the worker failing the run a moment after it starts.
 
 Errors are keyed by the form field that fixes them: the RL dataset pin (rows of prompts, unless the
 config names a data.train_path) and the SFT data pin (conversations, whenever the config has an sft
-section and no sft.data_path; an SFT pin without an sft section would be ignored, so it is refused too).
+section and no sft.data_path; an SFT pin without an sft section would be ignored, so it is refused too)
+and the agent program pin (only a run whose rollout.backend is agent plays episodes with one).
 """
 
 from __future__ import annotations
 
 from trainers.workbench_api import RunConfig
+from workbench.agents.models import AgentProgramVersion
 from workbench.datasets.models import DatasetKind, DatasetVersion
 
-RL_PIN, SFT_PIN = "dataset_version", "sft_dataset_version"
+RL_PIN, SFT_PIN, AGENT_PIN = "dataset_version", "sft_dataset_version", "agent_version"
 
 
 def _label(version: DatasetVersion) -> str:
@@ -45,12 +47,26 @@ def _sft_data(config: RunConfig, version: DatasetVersion | None) -> list[str]:
     return []
 
 
+def _agent_program(config: RunConfig, version: AgentProgramVersion | None) -> list[str]:
+    if version is None or config.rollout.backend == "agent":
+        return []
+    return [
+        f"The rollout backend is {config.rollout.backend}: set rollout.backend to agent to play each episode"
+        f" with {version.item.name} v{version.number}, or clear this pin."
+    ]
+
+
 def run_requirements_errors(
     config: RunConfig,
     *,
     dataset_version: DatasetVersion | None,
     sft_dataset_version: DatasetVersion | None,
+    agent_version: AgentProgramVersion | None = None,
 ) -> dict[str, list[str]]:
     """Pin field -> what it lacks, for the composed config (empty when the worker has what it needs)."""
-    errors = {RL_PIN: _rl_data(config, dataset_version), SFT_PIN: _sft_data(config, sft_dataset_version)}
+    errors = {
+        RL_PIN: _rl_data(config, dataset_version),
+        SFT_PIN: _sft_data(config, sft_dataset_version),
+        AGENT_PIN: _agent_program(config, agent_version),
+    }
     return {field: messages for field, messages in errors.items() if messages}

@@ -12,6 +12,7 @@ from django.http import QueryDict
 
 from trainers.workbench_api import RunConfig
 from workbench.accounts.access import TeamScopedFormMixin
+from workbench.agents.models import AgentProgramVersion
 from workbench.datasets.models import DatasetKind, DatasetVersion
 from workbench.jobs.queues import QUEUE_NAMES
 from workbench.prompts.models import PromptTemplateVersion
@@ -25,6 +26,14 @@ from .config_yaml import YAMLConfigError, config_from_yaml, config_to_yaml, post
 
 def _version_label(version) -> str:
     return f"{version.item.name} v{version.number}"
+
+
+def _at(config: dict[str, Any], path: str) -> Any:
+    """The value at a dotted path of a config; None where a part is missing."""
+    node: Any = config
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
 
 
 class VersionChoiceField(forms.ModelChoiceField):
@@ -87,6 +96,19 @@ class RunForm(TeamScopedFormMixin, forms.Form):
     tool_versions = VersionMultipleChoiceField(
         queryset=_versions(ToolSchemaVersion), required=False, help_text="overrides tools"
     )
+    agent_version = VersionChoiceField(
+        queryset=_versions(AgentProgramVersion),
+        required=False,
+        label="Agent program",
+        help_text="plays each episode (rollout.backend agent, template qwen_tool or hf_native, no tools):"
+        " its source goes into rollout.agent.source",
+    )
+    agent_wall_s = forms.FloatField(
+        required=False,
+        min_value=0.001,
+        label="Agent wall_s (rollout.agent.wall_s)",
+        help_text="an episode's wall-clock limit in seconds; blank: rollout.agent's own (120 by default)",
+    )
     config_yaml = forms.CharField(
         required=False,
         label="config as YAML",
@@ -108,7 +130,12 @@ class RunForm(TeamScopedFormMixin, forms.Form):
     }
     DESCRIPTION = ("notes", "tags")
     IDENTITY = ("name", "queue", *DESCRIPTION)
-    PINS = ("dataset_version", "sft_dataset_version", "prompt_version", "reward_version", "tool_versions")
+    PINS = (
+        "dataset_version", "sft_dataset_version", "prompt_version", "reward_version", "tool_versions",
+        "agent_version",
+    )  # fmt: skip
+    # Form fields for one config value each, set beside the pins (the value's path -> the field)
+    PIN_VALUES = {"rollout.agent.wall_s": "agent_wall_s"}
 
     def __init__(self, data=None, *args, config: dict[str, Any] | None = None, **kwargs) -> None:
         self.config_fields = schema_fields()
@@ -121,10 +148,14 @@ class RunForm(TeamScopedFormMixin, forms.Form):
             self.fields[path] = field
         for path, label in self.LEAD_LABELS.items():
             self.fields[path].label = f"{label} ({path})"
-        for path, text in OperatorBounds.from_settings().help_texts().items():
+        bounds = OperatorBounds.from_settings()
+        for path, text in bounds.help_texts().items():
             self.fields[path].help_text = f"{self.fields[path].help_text}. {text}".lstrip(". ")
+        wall_s = f"Operator bound: ≤ {bounds.agent_maxima['wall_s']:g} (WORKBENCH_AGENT_MAX_WALL_S)"
+        self.fields["agent_wall_s"].help_text += f". {wall_s}"
         if config is not None:
             self.initial.update(flatten(config, self.config_fields))
+            self.initial["agent_wall_s"] = _at(config, "rollout.agent.wall_s")
 
     def _with_yaml(self, data: QueryDict) -> QueryDict:
         """The posted data with every config value (and the name, if given) taken from the pasted YAML."""
@@ -152,7 +183,7 @@ class RunForm(TeamScopedFormMixin, forms.Form):
         return [self[name] for name in self.LEAD]
 
     def pin_fields(self) -> list[BoundField]:
-        return [self[name] for name in self.PINS]
+        return [self[name] for name in (*self.PINS, *self.PIN_VALUES.values())]
 
     def current_values(self) -> dict[str, Any]:
         """Each config field's value: as posted where it is valid (a blank is None, as in the config it
@@ -199,6 +230,9 @@ class RunForm(TeamScopedFormMixin, forms.Form):
         field they refused is left out (its default stands in), so one submit finds every error."""
         data = self.cleaned_data
         config = unflatten({path: data[path] for path in self.config_fields if path in data})
+        if data.get("agent_wall_s") is not None:
+            rollout = config.setdefault("rollout", {})
+            rollout["agent"] = {**(rollout.get("agent") or {}), "wall_s": data["agent_wall_s"]}
         pins = {pin: data[pin] for pin in self.PINS if pin in data}
         return {"queue": data.get("queue", ""), "config": config, **pins}
 
@@ -218,6 +252,8 @@ class RunForm(TeamScopedFormMixin, forms.Form):
         for path, messages in errors.items():
             own = path in self.IDENTITY or path in self.PINS
             target = path if own else field_for_error(path, set(self.config_fields))
+            if path in self.PIN_VALUES and self[self.PIN_VALUES[path]].value() not in (None, ""):
+                target = self.PIN_VALUES[path]
             if target in refused:
                 continue
             for message in messages:

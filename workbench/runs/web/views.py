@@ -26,6 +26,7 @@ from .. import selectors, services
 from ..execution.placement import run_gpu_wait_note, run_gpus_asked
 from ..models import Run, RunStatus
 from ..telemetry.series import series_keys, series_keys_union, sft_progress_by_run
+from ..trajectories.agent import agent_episode
 from ..trajectories.filters import TrajectoryFilterForm
 from .compare import compare_summary, config_diff, run_ids_param
 from .forms import RunForm, RunMetaForm
@@ -225,6 +226,7 @@ def trajectory_detail(request, pk: int, tid: int):
         "run": run,
         "record": record,
         "data": record.data,
+        "agent": agent_episode(record.data),
         "shade": shade,
         "pieces": turn_pieces(run, turns, by=shade) if shade else None,
         "has_entropies": has_entropies(turns),
