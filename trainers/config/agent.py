@@ -45,8 +45,9 @@ class AgentConfig(BaseModel):
     def _one_program(self) -> AgentConfig:
         if (self.program is None) == (self.source is None):
             raise ValueError("rollout.agent needs exactly one of program (a path) or source (its text)")
-        check_program(*self.read())  # a syntax error or a missing run() fails here, before the run starts
-        return self
+        if self.source is not None:  # a syntax error or a missing run() fails here, before the run starts
+            check_program(self.source, "agent_program.py")
+        return self  # a program file is read (and checked) only where the run is built, never here
 
     def read(self) -> tuple[str, str]:
         """The program's source and the file name its tracebacks show."""

@@ -6,7 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from tests.trainers.agent.conftest import PROGRAMS
-from trainers.config.agent import AgentConfig
+from trainers.agent.program import AgentProgram
+from trainers.config.agent import AgentConfig, ProgramError
 from trainers.config.loader import validate_config
 
 BASE = {
@@ -52,9 +53,13 @@ def test_a_program_that_cannot_run_is_refused_with_the_reason(source, message):
         AgentConfig(source=source)
 
 
-def test_a_missing_program_file_is_named(tmp_path):
-    with pytest.raises(ValidationError, match="cannot read"):
-        AgentConfig(program=str(tmp_path / "absent.py"))
+def test_a_program_file_is_read_where_the_run_is_built_not_when_a_config_is_validated(tmp_path):
+    config = AgentConfig(program=str(tmp_path / "absent.py"))  # a web process validating never reads it
+    with pytest.raises(ProgramError, match="cannot read"):
+        AgentProgram.from_config(config)
+    (tmp_path / "broken.py").write_text("def run(task):\n    return None\n")
+    with pytest.raises(ProgramError, match=r"must take \(task, client\)"):
+        AgentProgram.from_config(AgentConfig(program=str(tmp_path / "broken.py")))
 
 
 def test_exactly_one_of_program_and_source():

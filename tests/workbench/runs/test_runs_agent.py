@@ -82,6 +82,23 @@ def test_a_program_path_outside_the_data_roots_is_refused(settings, tmp_path, te
     assert "outside what the operator allows" in exc.value.message_dict["rollout.agent.program"][0]
 
 
+@pytest.mark.parametrize("where", ["absent.py", "broken.py", "unreadable.py"])
+def test_refusing_a_program_path_says_nothing_of_the_file(settings, tmp_path, team, member, prompts, where):
+    """The web process never reads a program path: whether the file exists, parses or is readable, a
+    path outside the data roots gets the same error, and only that one."""
+    settings.WORKBENCH_DATA_ROOTS = [str(tmp_path / "data")]
+    (tmp_path / "broken.py").write_text("def run(task:\n")
+    (tmp_path / "unreadable.py").write_text(PROGRAM)
+    (tmp_path / "unreadable.py").chmod(0)
+    config = {"rollout": {"backend": "agent", "agent": {"program": str(tmp_path / where)}}}
+    with pytest.raises(ValidationError) as exc:
+        create(team, member, prompts, config)
+    [message] = exc.value.message_dict["rollout.agent.program"]
+    assert list(exc.value.message_dict) == ["rollout.agent.program"]
+    assert message.startswith(f"{str(tmp_path / where)!r} is outside what the operator allows: a file under")
+    assert "line" not in message and "cannot read" not in message
+
+
 def _agent_form(prompts, agent_version, wall_s) -> dict:
     config = RunConfig().model_dump(mode="json")
     config["rollout"]["backend"] = "agent"
