@@ -27,7 +27,8 @@ Evaluation
     policy after a step, the rule its trainer follows too.
 Agent programs
     check_agent_program(source, filename): raise AgentProgramError unless the source parses and defines a
-    top-level `run(task, client)` (what `rollout.agent` checks before a run starts).
+    top-level `run(task, client)` in at most MAX_AGENT_PROGRAM_CHARS characters (what `rollout.agent`
+    checks before a run starts).
 Echo-trap detection
     EchoTrapConfig, EchoTrapDetector: RAGEN's collapse detector, replayed over stored series.
 Prompt templates
@@ -75,6 +76,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainers.config import PRESETS, ConfigError, RunConfig, preset_config, validate_config
+from trainers.config.agent import MAX_PROGRAM_CHARS as MAX_AGENT_PROGRAM_CHARS
 from trainers.config.agent import ProgramError as AgentProgramError
 from trainers.config.agent import check_program as check_agent_program
 from trainers.demo.catalog import COLLAPSE_RUN as DEMO_COLLAPSE_RUN
@@ -128,6 +130,7 @@ __all__ = [
     "TEMPLATES",
     "TOOLS",
     "AgentProgramError",
+    "MAX_AGENT_PROGRAM_CHARS",
     "ArtifactStore",
     "ConfigError",
     "EGRESS_ERROR",

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ENTRY_POINT = "run"
+MAX_PROGRAM_CHARS = 200_000  # an agent program is code a team writes, not data: bounds what a check parses
 
 
 class ProgramError(ValueError):
@@ -16,6 +17,10 @@ class ProgramError(ValueError):
 
 def check_program(source: str, filename: str) -> None:
     """Raise ProgramError unless `source` parses and defines `run` with two parameters at the top level."""
+    if len(source) > MAX_PROGRAM_CHARS:
+        raise ProgramError(
+            f"{filename}: {len(source)} characters; an agent program has at most {MAX_PROGRAM_CHARS}"
+        )
     try:
         tree = ast.parse(source, filename)
     except SyntaxError as exc:

@@ -2,9 +2,12 @@
 
 from django import forms
 
+from trainers.workbench_api import MAX_AGENT_PROGRAM_CHARS
+
 
 class AgentProgramForm(forms.Form):
     source = forms.CharField(
+        max_length=MAX_AGENT_PROGRAM_CHARS,
         widget=forms.Textarea(attrs={"rows": 24, "class": "code", "spellcheck": "false"}),
         strip=False,
         help_text="Python with a top-level run(task, client); client is an openai.OpenAI client on the"

@@ -46,6 +46,7 @@ def test_an_agent_run_without_what_it_needs_is_refused(changes, message):
         ("def run(task, client:\n", "line 1"),
         ("def main(task, client):\n    return None\n", "no top-level function run"),
         ("def run(task):\n    return None\n", r"must take \(task, client\)"),
+        ("def run(task, client):\n    return None\n" + "#" * 200_000, "at most 200000"),
     ],
 )
 def test_a_program_that_cannot_run_is_refused_with_the_reason(source, message):
