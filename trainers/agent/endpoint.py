@@ -10,19 +10,18 @@ A key opens only its own episode, and only until the episode ends.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import time
 import zlib
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from trainers.agent.messages import MessageError, normalise, to_openai
+from trainers.agent.messages import MessageError, to_openai
+from trainers.agent.requests import EndpointError, read_chat_request, read_json
 from trainers.agent.session import AgentSession, LimitExceeded, Segment
 from trainers.agent.streaming import completion_events
 from trainers.backends.base import GenerationOutput, GenerationRequest
@@ -31,23 +30,6 @@ from trainers.config.sampling import SamplingParams
 from trainers.templates.chatml import ChatMLToolTemplate
 
 Generate = Callable[[GenerationRequest], Awaitable[GenerationOutput]]
-MAX_BODY_BYTES = 4 * 1024 * 1024
-MAX_CHOICES = 8
-MAX_STOPS = 4
-
-
-class EndpointError(Exception):
-    """An error answered in the OpenAI API's shape."""
-
-    def __init__(
-        self, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None
-    ):
-        super().__init__(message)
-        self.status, self.kind, self.code = status, kind, code
-
-    def response(self) -> JSONResponse:
-        body = {"error": {"message": str(self), "type": self.kind, "code": self.code}}
-        return JSONResponse(body, status_code=self.status)
 
 
 class AgentEndpoint:
@@ -61,9 +43,11 @@ class AgentEndpoint:
         generate: Generate,
         *,
         model_name: str = "policy",
+        max_context_tokens: int = 8192,
     ) -> None:
         self.template, self.limits, self.sampling = template, limits, sampling
         self.generate, self.model_name = generate, model_name
+        self.max_context_tokens = max_context_tokens  # prompt + new tokens of one request, at most
         self.sessions: dict[str, AgentSession] = {}  # by key
         self.seeds: dict[str, str | None] = {}  # by episode: what the session's sampling seeds derive from
 
@@ -135,46 +119,34 @@ class AgentEndpoint:
 
     async def complete(self, body: dict, session: AgentSession) -> dict:
         """The chat completion a request's body asks for, recorded in its session."""
-        n = body.get("n") or 1
-        if not isinstance(n, int) or not 1 <= n <= MAX_CHOICES:
-            raise EndpointError(400, f"n must be an integer from 1 to {MAX_CHOICES}")
+        ask = read_chat_request(body, self.template)
         try:
-            messages = normalise(body.get("messages"))
-        except MessageError as exc:
-            raise EndpointError(400, str(exc)) from None
-        tools = read_tools(body.get("tools"))
-        stops = self.template.stops(tools) + read_stops(body.get("stop"))
-        with_calls = body.get("tool_choice", "auto") != "none"
-        try:
-            budget = session.budget(body.get("max_completion_tokens") or body.get("max_tokens"))
+            budget = session.budget(ask.max_tokens)
         except LimitExceeded as exc:
             raise EndpointError(400, f"the episode's {exc} is spent", "limit_exceeded", str(exc)) from None
         session.requests += 1
         try:
-            segment = session.prepare(messages, tools)
+            segment = session.prepare(ask.messages, ask.tools)
+            session.check_context(segment, budget, self.max_context_tokens)
         except MessageError as exc:
             raise EndpointError(400, str(exc)) from None
-        segments = [segment] + [session.fork(segment) for _ in range(n - 1)]
+        except LimitExceeded as exc:
+            message = (
+                f"the conversation and max_tokens pass the {self.max_context_tokens}-token context bound"
+            )
+            raise EndpointError(400, message, "limit_exceeded", str(exc)) from None
+        segments = [segment] + [session.fork(segment) for _ in range(ask.n - 1)]
         outputs = await asyncio.gather(
-            *(self._sample(session, s, budget, stops, i) for i, s in enumerate(segments))
+            *(self._sample(session, s, budget, ask.stops, i) for i, s in enumerate(segments))
         )
         choices = [
-            self._choice(session, s, out, i, with_calls)
+            self._choice(session, s, out, i, ask.with_calls)
             for i, (s, out) in enumerate(zip(segments, outputs, strict=True))
         ]
-        completion = sum(len(out.token_ids) for out in outputs)
-        return {
-            "id": f"chatcmpl-{secrets.token_hex(8)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": self.model_name,
-            "choices": choices,
-            "usage": {
-                "prompt_tokens": len(segment.context) - len(outputs[0].token_ids),
-                "completion_tokens": completion,
-                "total_tokens": len(segment.context) - len(outputs[0].token_ids) + completion,
-            },
-        }
+        prompt_tokens = len(segment.context) - len(outputs[0].token_ids)
+        return completion_body(
+            self.model_name, choices, prompt_tokens, sum(len(o.token_ids) for o in outputs)
+        )
 
     async def _sample(
         self, session: AgentSession, segment: Segment, budget: int, stops: list[str], choice: int
@@ -202,43 +174,17 @@ class AgentEndpoint:
         }
 
 
-async def read_json(request: Request) -> dict:
-    """The request's JSON object, read up to MAX_BODY_BYTES."""
-    body = bytearray()
-    async for chunk in request.stream():
-        body.extend(chunk)
-        if len(body) > MAX_BODY_BYTES:
-            raise EndpointError(413, f"the request body exceeds {MAX_BODY_BYTES} bytes")
-    try:
-        data = json.loads(body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise EndpointError(400, "the request body is not JSON") from None
-    if not isinstance(data, dict):
-        raise EndpointError(400, "the request body must be a JSON object")
-    return data
-
-
-def read_tools(tools: Any) -> list[dict]:
-    """The request's function tools, checked for the fields the prompt shows."""
-    if not tools:
-        return []
-    if not isinstance(tools, list):
-        raise EndpointError(400, "tools must be a list")
-    for index, tool in enumerate(tools):
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            raise EndpointError(400, f"tools[{index}] needs function.name")
-    return tools
-
-
-def read_stops(stop: Any) -> list[str]:
-    if stop is None:
-        return []
-    stops = [stop] if isinstance(stop, str) else stop
-    if (
-        not isinstance(stops, list)
-        or len(stops) > MAX_STOPS
-        or not all(isinstance(s, str) and s for s in stops)
-    ):
-        raise EndpointError(400, f"stop must be a string or a list of at most {MAX_STOPS} strings")
-    return stops
+def completion_body(model: str, choices: list[dict], prompt_tokens: int, completion_tokens: int) -> dict:
+    """A `chat.completion` object with its usage counts."""
+    return {
+        "id": f"chatcmpl-{secrets.token_hex(8)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }

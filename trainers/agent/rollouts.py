@@ -101,7 +101,10 @@ class AgentRollouts(InProcessRollouts):
         threads = ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="agent-episode")
         try:
             async with GenerationScheduler(self.backend, executor=executor) as scheduler:
-                endpoint = AgentEndpoint(self.template, self.limits, self.sampling, scheduler.generate)
+                endpoint = AgentEndpoint(
+                    self.template, self.limits, self.sampling, scheduler.generate,
+                    max_context_tokens=self.config.max_context_tokens,
+                )  # fmt: skip
                 live = _Live(
                     endpoint, scheduler, pool, inner, asyncio.Semaphore(self.config.concurrency), threads
                 )

@@ -17,6 +17,7 @@ from typing import Any
 from trainers.agent.messages import MessageError, assistant_message
 from trainers.backends.base import GenerationOutput
 from trainers.config.limits import RolloutLimits
+from trainers.rollout.observations import truncate_middle
 from trainers.templates.chatml import ChatMLToolTemplate
 from trainers.trajectory import ToolResult, Trajectory, Turn
 
@@ -58,6 +59,12 @@ class AgentSession:
     result: Any = None  # what the agent program's `run` returned
 
     # --- requests --------------------------------------------------------------------------------
+    def check_context(self, segment: Segment, budget: int, max_context_tokens: int) -> None:
+        """Fail the episode when this turn's context and new tokens would pass the context bound."""
+        if len(segment.context) + budget > max_context_tokens:
+            self.fail("context_limit")
+            raise LimitExceeded("context_limit")
+
     def budget(self, max_tokens: int | None) -> int:
         """New tokens the next request may sample, or a failure when a limit is spent."""
         if self.requests >= self.limits.max_turns:
@@ -136,6 +143,13 @@ class AgentSession:
         return twin
 
     def _append_followup(self, segment: Segment, new: list[dict]) -> None:
+        """The new messages' glue; a tool response is cut as built-in rollouts cut it (the session still
+        records the message as sent, so the client's echo of it matches)."""
+        cap = self.limits.max_tool_response_chars
+        new = [
+            {**m, "content": truncate_middle(m["content"].rstrip("\n"), cap)} if m["role"] == "tool" else m
+            for m in new
+        ]
         glue = self.template.render_followup(new, turn_closed=segment.turn_closed)
         ids = self.encode(glue)
         tools_only = all(m["role"] == "tool" for m in new)

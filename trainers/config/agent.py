@@ -45,6 +45,9 @@ class AgentConfig(BaseModel):
     wall_s: float = Field(120.0, gt=0, le=3600, description="an episode's wall-clock limit in the sandbox")
     memory_mb: int = Field(1024, ge=256, le=16384, description="the program's memory limit (RLIMIT_AS)")
     concurrency: int = Field(8, ge=1, le=256, description="episodes whose programs run at once")
+    max_context_tokens: int = Field(
+        8192, ge=64, le=1_048_576, description="a request's conversation plus its new tokens, at most"
+    )
 
     @model_validator(mode="after")
     def _one_program(self) -> AgentConfig:

@@ -124,3 +124,39 @@ def test_a_streamed_completion_carries_the_same_message_and_calls(tiny_tokenizer
     assert delta["tool_calls"][0]["function"]["name"] == "calculator" and delta["tool_calls"][0]["index"] == 0
     assert chunks[1]["choices"][0]["finish_reason"] == "tool_calls"
     assert chunks[2]["usage"]["completion_tokens"] == len(session.segments[0].turns[-1].token_ids)
+
+
+def test_a_conversation_past_the_context_bound_fails_the_episode(tiny_tokenizer):
+    backend = NonCanonicalBackend(tiny_tokenizer, calls_then_answer(0))
+
+    async def generate(request):
+        return backend.generate([request])[0]
+
+    template = TEMPLATES.get("qwen_tool")(tokenizer=tiny_tokenizer)
+    endpoint = AgentEndpoint(template, RolloutLimits(), SamplingParams(), generate, max_context_tokens=256)
+    session = endpoint.open("e1", seed=None)
+    long = [{"role": "user", "content": "word " * 400}]
+    response = call(endpoint, "POST", "/v1/chat/completions", session.key, json={"messages": long})
+    assert response.status_code == 400 and response.json()["error"]["code"] == "context_limit"
+    assert session.failure == "context_limit" and backend.requests == []
+
+
+def test_a_long_tool_response_is_cut_as_built_in_rollouts_cut_it(tiny_tokenizer):
+    backend = NonCanonicalBackend(tiny_tokenizer, calls_then_answer(1))
+
+    async def generate(request):
+        return backend.generate([request])[0]
+
+    template = TEMPLATES.get("qwen_tool")(tokenizer=tiny_tokenizer)
+    limits = RolloutLimits(max_tool_response_chars=256)
+    endpoint = AgentEndpoint(template, limits, SamplingParams(), generate)
+    session = endpoint.open("e1", seed=None)
+    reply = call(endpoint, "POST", "/v1/chat/completions", session.key, json={"messages": USER}).json()
+    message = reply["choices"][0]["message"]
+    tool = {"role": "tool", "tool_call_id": message["tool_calls"][0]["id"], "content": "x" * 5000}
+    response = call(
+        endpoint, "POST", "/v1/chat/completions", session.key, json={"messages": [*USER, message, tool]}
+    )
+    assert response.status_code == 200 and len(session.segments) == 1  # the echo matched: one segment
+    [glue] = [t for t in session.segments[0].turns if t.role == "tool"]
+    assert "characters truncated" in glue.text and glue.text.count("x") < 256
