@@ -293,6 +293,7 @@ WORKBENCH_CALCULATOR_MAX_DEPTH = int(os.environ.get("WORKBENCH_CALCULATOR_MAX_DE
 WORKBENCH_AGENT_MAX_WALL_S = float(os.environ.get("WORKBENCH_AGENT_MAX_WALL_S", "300"))
 WORKBENCH_AGENT_MAX_MEMORY_MB = int(os.environ.get("WORKBENCH_AGENT_MAX_MEMORY_MB", "4096"))
 WORKBENCH_AGENT_MAX_CONCURRENCY = int(os.environ.get("WORKBENCH_AGENT_MAX_CONCURRENCY", "16"))
+WORKBENCH_AGENT_MAX_CONTEXT_TOKENS = int(os.environ.get("WORKBENCH_AGENT_MAX_CONTEXT_TOKENS", "32768"))
 # 1 where the rollout workers have GPUs set aside for rollouts and evaluations (in no gpu-queue worker's
 # WORKBENCH_GPUS): only then may remote rollouts and evaluations use model.device cuda (they claim no GPU).
 WORKBENCH_ROLLOUT_CUDA = env_bool("WORKBENCH_ROLLOUT_CUDA", default=False)

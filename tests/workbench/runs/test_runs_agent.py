@@ -56,7 +56,12 @@ def test_a_pin_on_a_run_that_is_not_an_agent_run_is_refused(team, member, prompt
 
 def test_the_operators_bounds_are_refused_by_field(settings, team, member, prompts, agent_version):
     settings.WORKBENCH_AGENT_MAX_MEMORY_MB, settings.WORKBENCH_AGENT_MAX_CONCURRENCY = 2048, 4
-    config = {"rollout": {"backend": "agent", "agent": {"wall_s": 400, "memory_mb": 3000}}}
+    config = {
+        "rollout": {
+            "backend": "agent",
+            "agent": {"wall_s": 400, "memory_mb": 3000, "max_context_tokens": 65536},
+        }
+    }
     with pytest.raises(ValidationError) as exc:
         create(team, member, prompts, config, agent_version=agent_version)
     assert exc.value.message_dict == {
@@ -66,6 +71,9 @@ def test_the_operators_bounds_are_refused_by_field(settings, team, member, promp
         ],
         "rollout.agent.concurrency": [  # the default, 8, is checked too
             "8 is above the operator's maximum of 4 (WORKBENCH_AGENT_MAX_CONCURRENCY)"
+        ],
+        "rollout.agent.max_context_tokens": [
+            "65536 is above the operator's maximum of 32768 (WORKBENCH_AGENT_MAX_CONTEXT_TOKENS)"
         ],
     }
     assert not Run.objects.exists()

@@ -8,8 +8,9 @@ A run launched from the workbench may use (settings are named after their enviro
 - a calculator tool's max_bits and max_depth up to WORKBENCH_CALCULATOR_MAX_BITS / _MAX_DEPTH (a default
   above the maximum is lowered to it);
 - an agent program's episodes (rollout.agent) within WORKBENCH_AGENT_MAX_WALL_S / _MEMORY_MB /
-  _CONCURRENCY (the validated config holds every limit, defaults included: each is checked), and its
-  `program` a file under WORKBENCH_DATA_ROOTS (the workbench inlines a pinned program as `source`);
+  _CONCURRENCY / _CONTEXT_TOKENS (the validated config holds every limit, defaults included: each is
+  checked), and its `program` a file under WORKBENCH_DATA_ROOTS (the workbench inlines a pinned program
+  as `source`);
 - at most WORKBENCH_MAX_ROLLOUTS_PER_STEP rollouts a step (rollout.prompts_per_step x samples_per_prompt:
   the trajectories generated, scored and held for one update);
 - at most WORKBENCH_MAX_RANKS DeepSpeed ranks (processes on one worker; a CPU run's must also fit the
@@ -67,6 +68,7 @@ AGENT_MAXIMA = {
     "wall_s": "WORKBENCH_AGENT_MAX_WALL_S",
     "memory_mb": "WORKBENCH_AGENT_MAX_MEMORY_MB",
     "concurrency": "WORKBENCH_AGENT_MAX_CONCURRENCY",
+    "max_context_tokens": "WORKBENCH_AGENT_MAX_CONTEXT_TOKENS",
 }
 POOL_SIZE = "WORKBENCH_SANDBOX_MAX_POOL_SIZE"  # warm sandbox workers of one python tool (`pool_size`)
 NETWORK = "WORKBENCH_SANDBOX_ALLOW_NETWORK"
