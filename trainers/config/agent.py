@@ -8,6 +8,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ENTRY_POINT = "run"
+# the templates whose conversations the agent endpoint renders (ChatML turns with <tool_call> blocks)
+AGENT_TEMPLATES = ("qwen_tool", "hf_native")
 MAX_PROGRAM_CHARS = 200_000  # an agent program is code a team writes, not data: bounds what a check parses
 
 

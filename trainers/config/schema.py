@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from trainers.config.agent import AGENT_TEMPLATES
 from trainers.config.algorithm import (
     AlgorithmConfig,
     FilterConfig,
@@ -36,8 +37,6 @@ from trainers.config.sections import (
 )
 from trainers.rewards import RewardDefinition
 
-# the templates whose conversations the agent endpoint renders (ChatML turns with <tool_call> blocks)
-AGENT_TEMPLATES = ("qwen_tool", "hf_native")
 # descriptions for fields of shared models that do not carry one, so every form field has help text
 _SHARED_DESCRIPTIONS = {
     "SamplingParams": {

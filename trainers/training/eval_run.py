@@ -12,8 +12,9 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from trainers.config.agent import AGENT_TEMPLATES, AgentConfig
 from trainers.config.limits import RolloutLimits
 from trainers.config.loader import ConfigError, _read, error_list
 from trainers.config.sampling import SamplingParams
@@ -21,6 +22,7 @@ from trainers.config.sections import ModelConfig, TemplateConfig, ToolBindingCon
 from trainers.rewards import RewardDefinition
 
 if TYPE_CHECKING:
+    from trainers.rollout.protocol import Rollouts
     from trainers.trajectory import Trajectory
 
 # the run config's sections an evaluation takes over as they are
@@ -51,6 +53,18 @@ class EvalConfig(BaseModel):
     samples: int = Field(4, ge=1, le=256, description="k: samples per prompt (pass@k)")
     max_batch_size: int = Field(64, ge=1, description="rows per generation forward")
     trajectories: str | None = Field(None, description="also write every trajectory here (JSONL)")
+    agent: AgentConfig | None = Field(
+        None,
+        description="an agent program plays each sample instead of the built-in rollout (docs/agents.md)",
+    )
+
+    @model_validator(mode="after")
+    def _agent_fits(self) -> EvalConfig:
+        if self.agent is not None and self.template.name not in AGENT_TEMPLATES:
+            raise ValueError(f"an agent evaluation needs template.name among {', '.join(AGENT_TEMPLATES)}")
+        if self.agent is not None and self.tools:
+            raise ValueError("an agent evaluation: the agent program brings its tools; leave tools empty")
+        return self
 
 
 def validate_eval_config(data: Any, source: str = "eval config") -> EvalConfig:
@@ -70,6 +84,9 @@ def eval_config_from_run(run_config: dict[str, Any], **fields: Any) -> EvalConfi
     """An evaluation with a run config's model, template, tools, limits, sampling and reward; `fields`
     set the rest (data_path, samples...) and may replace a section."""
     data = {key: run_config[key] for key in RUN_SECTIONS if key in run_config}
+    rollout = run_config.get("rollout") or {}
+    if rollout.get("backend") == "agent":  # the run's agent program plays the evaluation too
+        data["agent"] = rollout.get("agent")
     return validate_eval_config({"seed": run_config.get("seed", 0), **data, **fields})
 
 
@@ -120,11 +137,9 @@ def evaluate_config(
     """
     import torch
 
-    from trainers.backends.hf import HFBackend
     from trainers.models.device import resolve_device
     from trainers.models.model_io import load_policy
     from trainers.rewards import RewardContext
-    from trainers.rollout.engine import RolloutEngine
     from trainers.training.data import read_rows
     from trainers.training.evaluate import correctness_judge, pass_at_k, summarise
 
@@ -138,13 +153,8 @@ def evaluate_config(
     rows = rows[: config.max_problems] if config.max_problems else rows
     if not rows:
         raise ValueError(f"{config.data_path} holds no rows to evaluate")
-    engine = RolloutEngine(
-        HFBackend(model, tokenizer, max_batch_size=config.max_batch_size), config.template.name,
-        [binding.model_dump() for binding in config.tools], config.limits, config.sampling,
-        prompt_source=config.template.source,
-    )  # fmt: skip
     with torch.no_grad():
-        trajectories = engine.run(rows, config.samples, seed=config.seed)
+        trajectories = _rollouts(config, model, tokenizer).run(rows, config.samples, seed=config.seed)
     config.reward.compute(trajectories, RewardContext(template=config.template.name))
     is_correct = correctness_judge(judge_mode(config.reward))
     for traj in trajectories:
@@ -165,3 +175,27 @@ def evaluate_config(
             for traj in trajectories:
                 handle.write(traj.to_json() + "\n")
     return metrics, trajectories
+
+
+def _rollouts(config: EvalConfig, model: Any, tokenizer: Any) -> Rollouts:
+    """The built-in engine with the config's tools, or the config's agent program."""
+    from trainers.agent.program import AgentProgram
+    from trainers.agent.rollouts import AgentRollouts
+    from trainers.backends.hf import HFBackend
+    from trainers.rollout.engine import RolloutEngine
+
+    backend = HFBackend(model, tokenizer, max_batch_size=config.max_batch_size)
+    if config.agent is not None:
+        program = AgentProgram.from_config(config.agent)
+        return AgentRollouts(
+            backend, config.template.name, program, config.agent, config.limits, config.sampling
+        )
+    bindings = [binding.model_dump() for binding in config.tools]
+    return RolloutEngine(
+        backend,
+        config.template.name,
+        bindings,
+        config.limits,
+        config.sampling,
+        prompt_source=config.template.source,
+    )

@@ -345,18 +345,19 @@ class _Check:
 
     def agent(self) -> None:
         """An agent program's episodes within the operator's maxima; a path to its program under the data
-        roots (the worker reads it)."""
-        agent = _get(self.config, "rollout.agent")
-        if not isinstance(agent, dict):
-            return
-        real = self.data_file(agent.get("program"), "rollout.agent.program")
-        if real is not None:
-            agent["program"] = real
-        for key, setting in AGENT_MAXIMA.items():
-            maximum, value = self.bounds.agent_maxima[key], agent.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool) and value > maximum:
-                message = f"{value:g} is above the operator's maximum of {maximum:g} ({setting})"
-                self.fail(f"rollout.agent.{key}", message)
+        roots (the worker reads it). A run's program is `rollout.agent`, an evaluation's `agent`."""
+        for where in ("rollout.agent", "agent"):
+            agent = _get(self.config, where)
+            if not isinstance(agent, dict):
+                continue
+            real = self.data_file(agent.get("program"), f"{where}.program")
+            if real is not None:
+                agent["program"] = real
+            for key, setting in AGENT_MAXIMA.items():
+                maximum, value = self.bounds.agent_maxima[key], agent.get(key)
+                if isinstance(value, int | float) and not isinstance(value, bool) and value > maximum:
+                    message = f"{value:g} is above the operator's maximum of {maximum:g} ({setting})"
+                    self.fail(f"{where}.{key}", message)
 
     def pool_size(self, value: Any, path: str) -> None:
         if value is None:
