@@ -170,6 +170,7 @@ def build_trainer(
         model, tokenizer = load_config_policy(config)
     model = with_lora(config, model)  # a live model (a demo's SFT policy) gets the config's adapters too
     model.to(resolve_device(config.model.device))
+    model.eval()  # rollouts and log-prob passes run without dropout (LoRA's too); the update switches it on
     backend = _backend(config, model, tokenizer)
     bindings = [binding.model_dump() for binding in config.tools]
     engine = RolloutEngine(
