@@ -61,7 +61,8 @@ def load_config_policy(config: RunConfig) -> tuple[Any, Any]:
 
 
 def with_lora(config: RunConfig, model: Any) -> Any:
-    """The policy wrapped with the config's LoRA adapters (unless it has them already, or none are asked)."""
+    """The policy wrapped with the config's LoRA adapters (unless it has them already, or none are asked).
+    Its checkpoints name `model.path` as the base: a live model must hold that directory's weights."""
     if config.model.lora is None or is_peft(model):
         return model
     return apply_lora(model, config.model.lora, base_path=resolve_model_path(config))

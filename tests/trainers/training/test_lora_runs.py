@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import pytest
 import torch
+from transformers import AutoModelForCausalLM
 
+from tests.trainers.sft_configs import tiny_sft_config
 from trainers.config.loader import validate_config
 from trainers.demo.arithmetic import make_splits, write_rows
-from trainers.models.lora import ADAPTER_WEIGHTS, is_peft
+from trainers.demo.catalog import expert_conversations
+from trainers.models.lora import ADAPTER_WEIGHTS, base_model_path, is_peft
+from trainers.models.model_io import load_policy
 from trainers.models.tiny import build_tiny_model
 from trainers.rewards import REWARDS, RewardComponent
 from trainers.rewards.base import assistant_text
 from trainers.training.build import build_trainer
 from trainers.training.checkpoint import latest_checkpoint
+from trainers.training.run import run_config
 from trainers.training.sinks import read_jsonl
 
 TIMING_PREFIXES = ("time/", "perf/")
@@ -111,3 +116,18 @@ def test_a_lora_run_trains_its_adapters_alone_and_resumes_exactly(model_dir, dat
     ours, theirs = adapter_state(full.model), adapter_state(second.model)
     assert ours.keys() == theirs.keys()
     assert all(torch.allclose(ours[k], theirs[k], rtol=1e-5, atol=1e-7) for k in ours)
+
+
+def test_the_sft_stage_and_rl_train_the_same_adapters_of_the_bundled_model(tmp_path):
+    raw = tiny_sft_config(tmp_path, expert_conversations(8), sft={"batch_size": 4, "epochs": 1}, steps=1)
+    config = validate_config({**raw, "model": {**raw["model"], "lora": {"r": 2}}})
+    result = run_config(config)
+    assert result.sft is not None and result.sft.steps > 0
+    checkpoint = latest_checkpoint(result.run_dir)
+    assert not (checkpoint / "model.safetensors").exists()
+    assert base_model_path(checkpoint) == (result.run_dir / "base_model").resolve()
+    base, tokenizer = load_policy(result.run_dir / "base_model")
+    trained = AutoModelForCausalLM.from_pretrained(str(checkpoint))  # the base with the checkpoint's adapter
+    ids = torch.tensor([tokenizer.encode("1 + 2", add_special_tokens=False)])
+    with torch.no_grad():
+        assert not torch.allclose(trained(input_ids=ids).logits, base.eval()(input_ids=ids).logits)
