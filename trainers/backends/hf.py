@@ -10,7 +10,8 @@ Two decoders run the loop. For Qwen2, Llama and Mistral models the fast decoder
 projections re-derived from the live weights at every `generate`; it samples the same tokens as the
 model's own forward, with about a quarter less time per decode step for the tiny CPU policy
 (tests/benchmarks/bench_generation.py). Other models, or configurations it does not reproduce (RoPE
-scaling, sliding windows in effect, adapters), use one model call per step with a `DynamicCache`, as
+scaling, sliding windows in effect, LoRA adapters: a PEFT policy samples through its base model's
+forward, adapters injected), use one model call per step with a `DynamicCache`, as
 does every model with `HFBackend(..., fast_decode=False)`.
 """
 
@@ -31,6 +32,7 @@ from trainers.backends.prefix_cache import CachedPrefix, PrefixCache, row_prefix
 from trainers.backends.sampler import sample_step
 from trainers.backends.stops import StopWatcher
 from trainers.models.device import model_device
+from trainers.models.lora import unwrap
 
 
 class Decoder(Protocol):
@@ -71,16 +73,18 @@ class HFBackend(GenerationBackend):
             model.eval()
         if tokenizer is None:
             raise ValueError("a tokenizer is required when passing a model object")
-        self.model = model
+        # a LoRA policy samples through its base model's forward, where PEFT injected the adapters; its
+        # projections are then adapter layers, which the fast decoder does not reproduce
+        self.model = unwrap(model)
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size
         self.prefix_cache = PrefixCache(prefix_cache_tokens)  # 0 turns prefix reuse off
         self.reused_tokens = 0  # prompt tokens whose keys and values came from the prefix cache
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self.eos_ids = eos_token_ids(model, tokenizer)
+        self.eos_ids = eos_token_ids(self.model, tokenizer)
         self._token_text: list[str] | None = None
-        self.cache_arg = cache_argument(model) or "past_key_values"
-        self.fast_decode = fast_decode and unsupported_reason(model) is None
+        self.cache_arg = cache_argument(self.model) or "past_key_values"
+        self.fast_decode = fast_decode and unsupported_reason(self.model) is None
 
     @property
     def device(self) -> torch.device:
@@ -99,7 +103,9 @@ class HFBackend(GenerationBackend):
         outputs: list[GenerationOutput | None] = [None] * len(requests)
         groups: dict[str, list[int]] = {}
         # fused copies of the weights as they are now: the trainer updates them in place between calls
-        weights = FastWeights.from_model(self.model) if self.fast_decode else None
+        # rechecked: adapters injected after construction turn the fast decoder off rather than bypassing them
+        fast = self.fast_decode and unsupported_reason(self.model) is None
+        weights = FastWeights.from_model(self.model) if fast else None
         for i, req in enumerate(requests):  # one batch per distinct sampling setting
             groups.setdefault(req.sampling.model_dump_json(exclude={"seed"}), []).append(i)
         for indices in groups.values():

@@ -114,6 +114,7 @@ class RunConfig(BaseModel):
                 " its share of the prompts in-process (rollout.backend 'local')"
             )
         self._agent_fits()
+        self._lora_fits()
         minibatch = self.training.minibatch_size
         if minibatch is not None and minibatch > self.batch_size:
             raise ValueError(
@@ -140,6 +141,17 @@ class RunConfig(BaseModel):
             raise ValueError("rollout.backend 'agent': the agent program brings its tools; leave tools empty")
         if self.training.engine != "local":
             raise ValueError("rollout.backend 'agent' needs training.engine 'local'")
+
+    def _lora_fits(self) -> None:
+        """LoRA trains on the local engine and samples with the HF backend in-process (for now)."""
+        if self.model.lora is None:
+            return
+        if self.training.engine != "local":
+            raise ValueError("model.lora needs training.engine 'local': DeepSpeed with LoRA is unsupported")
+        if self.generation.backend != "hf":
+            raise ValueError("model.lora needs generation.backend 'hf': vLLM does not load adapters yet")
+        if self.rollout.backend == "remote":
+            raise ValueError("model.lora needs rollout.backend 'local' or 'agent': workers take full weights")
 
     def _resources_fit(self) -> None:
         """The GPUs asked for are the ones the run uses: its device, and one DeepSpeed rank per GPU."""

@@ -33,6 +33,21 @@ class TinyModelConfig(BaseModel):
         return self
 
 
+class LoraConfig(BaseModel):
+    """LoRA adapters (PEFT) on the policy: only they train; the base weights stay frozen."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    r: int = Field(8, ge=1, le=1024, description="LoRA: rank of each adapter")
+    alpha: float = Field(16.0, gt=0.0, description="LoRA: scaling numerator (the update is alpha / r)")
+    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="LoRA: dropout on the adapters' input")
+    target_modules: list[str] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        min_length=1,
+        description="LoRA: names of the linear layers that get adapters (the attention and MLP projections)",
+    )
+
+
 class ModelConfig(BaseModel):
     """The policy model, loaded with from_pretrained from a local path."""
 
@@ -47,6 +62,7 @@ class ModelConfig(BaseModel):
     tokenizer_path: str | None = Field(None, description="local tokenizer directory; none = the model's")
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="parameter dtype")
     device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d+)?|auto)$", description="cpu, cuda, cuda:N or auto")
+    lora: LoraConfig | None = Field(None, description="LoRA adapters to train; none = every weight trains")
 
 
 class TemplateConfig(BaseModel):

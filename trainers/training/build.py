@@ -21,6 +21,7 @@ from trainers.filters import FILTERS
 from trainers.losses.objective import PolicyLossConfig
 from trainers.metrics.echo_trap import EchoTrapDetector
 from trainers.models.device import model_device, resolve_device
+from trainers.models.lora import apply_lora, is_peft
 from trainers.models.model_io import load_policy
 from trainers.rollout.engine import RolloutEngine
 from trainers.rollout.protocol import Rollouts
@@ -53,8 +54,18 @@ def resolve_model_path(config: RunConfig) -> Path:
 
 def load_config_policy(config: RunConfig) -> tuple[Any, Any]:
     """The config's (model, tokenizer): `model.path` (or the bundled tiny model), and the tokenizer of
-    `model.tokenizer_path` when set, else the model directory's. Every entry point loads through here."""
-    return load_policy(resolve_model_path(config), tokenizer_path=config.model.tokenizer_path)
+    `model.tokenizer_path` when set, else the model directory's; with `model.lora`, the model wrapped
+    with fresh adapters. Every entry point loads through here."""
+    model, tokenizer = load_policy(resolve_model_path(config), tokenizer_path=config.model.tokenizer_path)
+    return with_lora(config, model), tokenizer
+
+
+def with_lora(config: RunConfig, model: Any) -> Any:
+    """The policy wrapped with the config's LoRA adapters (unless it has them already, or none are asked).
+    Its checkpoints name `model.path` as the base: a live model must hold that directory's weights."""
+    if config.model.lora is None or is_peft(model):
+        return model
+    return apply_lora(model, config.model.lora, base_path=resolve_model_path(config))
 
 
 def lr_lambda(schedule: str, warmup: int, total: int, min_ratio: float) -> Callable[[int], float]:
@@ -158,7 +169,9 @@ def build_trainer(
     run_dir.mkdir(parents=True, exist_ok=True)
     if model is None:
         model, tokenizer = load_config_policy(config)
+    model = with_lora(config, model)  # a live model (a demo's SFT policy) gets the config's adapters too
     model.to(resolve_device(config.model.device))
+    model.eval()  # rollouts and log-prob passes run without dropout (LoRA's too); the update switches it on
     backend = _backend(config, model, tokenizer)
     bindings = [binding.model_dump() for binding in config.tools]
     engine = RolloutEngine(
@@ -173,7 +186,8 @@ def build_trainer(
     value_head = (
         ValueHead(model.config.hidden_size).to(model_device(model)) if estimator.needs_values else None
     )
-    params = list(model.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
+    trainable = [p for p in model.parameters() if p.requires_grad]  # LoRA: the adapters alone
+    params = trainable + (list(value_head.parameters()) if value_head is not None else [])
     opt = config.optimizer
     optimizer = adamw(params, lr=opt.lr, betas=opt.betas, weight_decay=opt.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -224,7 +238,8 @@ def build_trainer(
         run_dir=run_dir,
         filters=[FILTERS.get(f.name)(**filter_kwargs(f)) for f in config.filters],
         evaluator=None if config.evaluation.runner == "jobs" else _evaluator(config, evaluated, eval_rows),
-        reference=frozen_copy(model) if needs_reference else None,
+        # LoRA: the policy itself, its adapters disabled for the reference pass (no copy of the weights)
+        reference=(model if is_peft(model) else frozen_copy(model)) if needs_reference else None,
         value_head=value_head,
         detector=EchoTrapDetector(config.echo_trap.detector) if config.echo_trap.enabled else None,
         should_stop=should_stop,

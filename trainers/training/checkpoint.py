@@ -2,6 +2,8 @@
 
 Layout of `step_000010/`: the model and tokenizer as `save_pretrained` writes them (so a checkpoint
 loads with `from_pretrained`), `value_head.safetensors` for PPO, and `trainer_state.pt` with the rest.
+A LoRA run's model is its adapter as PEFT saves it (`adapter_model.safetensors`, and
+`adapter_config.json` naming the base model's directory): the frozen base weights are not copied.
 
 `trainer_state.pt` holds only plain data (tensors, numbers, strings, None, and lists, tuples and dicts
 of them): every stateful component saves a `state_dict()` of that kind, saving refuses anything else,
@@ -22,6 +24,8 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
+
+from trainers.models.lora import is_peft, load_adapter_weights
 
 STATE_FILE = "trainer_state.pt"
 VALUE_HEAD_FILE = "value_head.safetensors"
@@ -147,7 +151,11 @@ def load_model_weights(
     model: nn.Module, path: str | Path, weights: dict[str, torch.Tensor] | None = None
 ) -> None:
     """Load the checkpoint's weights in place (`weights`: already read from it); only weights tied to
-    others may be absent from it."""
+    others may be absent from it. A LoRA policy (a PEFT model) loads the checkpoint's adapter alone: its
+    base weights are frozen, loaded from the base model."""
+    if is_peft(model):
+        load_adapter_weights(model, path)
+        return
     weights = read_weights(path) if weights is None else weights
     missing, unexpected = model.load_state_dict(weights, strict=False)
     tied = {"lm_head.weight"} if getattr(model.config, "tie_word_embeddings", False) else set()

@@ -34,7 +34,7 @@ from trainers.training.engines.collectives import any_rank
 from trainers.training.eval_schedule import evaluation_due
 from trainers.training.evaluate import Evaluator
 from trainers.training.mismatch import mismatch_metrics, sampler_logprobs
-from trainers.training.policy import PolicyOutput, ValueHead, collate, forward_policy
+from trainers.training.policy import PolicyOutput, ValueHead, collate, forward_policy, reference_logprobs
 from trainers.training.sinks import Phase, Sink
 from trainers.training.update import UpdateInputs, UpdateSettings
 from trainers.trajectory import Trajectory
@@ -307,9 +307,7 @@ class Trainer:
                     self.model, batch, temperature=temperature, with_entropy=False, value_head=self.value_head
                 )
             if self.reference is not None:
-                ref_logprobs = forward_policy(
-                    self.reference, batch, temperature=temperature, with_entropy=False
-                ).logprobs
+                ref_logprobs = reference_logprobs(self.reference, batch, temperature)
             current = old  # the policy's log-probs; KL in the reward needs them also when the update does not
             if current is None and self.estimator.needs_kl:
                 current = forward_policy(self.model, batch, temperature=temperature, with_entropy=False)

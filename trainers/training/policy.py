@@ -17,6 +17,7 @@ from torch.nn import functional as F
 
 from trainers.backends.hf import cache_argument
 from trainers.models.device import model_device
+from trainers.models.lora import is_peft
 from trainers.training.prompt_sharing import (
     MIN_SHARED_PREFIX,
     common_prefix_length,
@@ -197,3 +198,12 @@ def frozen_copy(model: nn.Module) -> nn.Module:
     for param in ref.parameters():
         param.requires_grad_(False)
     return ref
+
+
+def reference_logprobs(reference: nn.Module, batch: TokenBatch, temperature: float = 1.0) -> torch.Tensor:
+    """The KL reference's log-probs of the response tokens: a frozen copy's, or for a LoRA policy (a PEFT
+    model passed as its own reference) the base model's, with the adapters disabled for the pass."""
+    if not is_peft(reference):
+        return forward_policy(reference, batch, temperature=temperature, with_entropy=False).logprobs
+    with reference.disable_adapter():
+        return forward_policy(reference, batch, temperature=temperature, with_entropy=False).logprobs

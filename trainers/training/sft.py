@@ -146,7 +146,8 @@ def sft_train(
 ) -> SFTResult:
     """AdamW, linear warmup, then cosine decay over `steps` (or constant); stops early at `max_seconds`."""
     rng = random.Random(seed)
-    optimizer = adamw(model.parameters(), lr=lr, weight_decay=weight_decay)
+    trainable = [p for p in model.parameters() if p.requires_grad]  # LoRA: the adapters alone
+    optimizer = adamw(trainable, lr=lr, weight_decay=weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: _warmup_cosine(s, warmup_steps, steps if decay else 0)
     )
