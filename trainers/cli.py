@@ -11,13 +11,12 @@ from trainers.data_prep import cli as data_prep_cli
 from trainers.demo import cli as demo_cli
 from trainers.demo.settings import SettingsError
 from trainers.envs import cli as envs_cli
-from trainers.models import cli as models_cli
-from trainers.models.export import ExportError
 from trainers.rollout import cli as rollout_cli
 from trainers.sandbox import cli as sandbox_cli
 from trainers.tools import cli as tools_cli
 from trainers.training import cli as training_cli
-from trainers.training import eval_cli
+from trainers.training import eval_cli, export_cli
+from trainers.training.export import ExportError
 
 # Mistakes in what was given (a setting, a config, a path): told in one line, not a traceback
 USER_ERRORS = (SettingsError, ConfigError, FileNotFoundError, ExportError)
@@ -35,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     tools_cli.add_parser(subparsers)
     envs_cli.add_parser(subparsers)
     agent_cli.add_parser(subparsers)
-    models_cli.add_parser(subparsers)
+    export_cli.add_parser(subparsers)
     return parser
 
 

@@ -21,7 +21,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainers.models.export import export_checkpoint
+    from trainers.training.export import export_checkpoint
 
     out = export_checkpoint(args.checkpoint, args.out, merge=args.merge)
     print(out)

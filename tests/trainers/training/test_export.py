@@ -9,11 +9,11 @@ from transformers import AutoModelForCausalLM
 
 from tests.trainers.models.test_lora import LORA, set_adapters
 from trainers.cli import main
-from trainers.models.export import ExportError, export_checkpoint
 from trainers.models.loading import load_tokenizer
 from trainers.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, apply_lora, base_model_path
 from trainers.models.model_io import load_policy
 from trainers.training.checkpoint import STATE_FILE, save_checkpoint
+from trainers.training.export import ExportError, export_checkpoint
 
 HF_FILES = ("generation_config.json", "tokenizer.json", "tokenizer_config.json")
 MODEL_FILES = ("config.json", "model.safetensors")  # a merged model's; an adapter's are PEFT's two files
