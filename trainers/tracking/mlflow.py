@@ -1,5 +1,5 @@
 """MLflow: a run in the experiment named by the config, on WORKBENCH_MLFLOW_TRACKING_URI (default: a file
-store in <run dir>/mlruns)."""
+store in <run dir>/mlruns, which MLflow 3 keeps in maintenance mode and allows only when asked to)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ class MlflowTracker(Tracker):
         self._run_id = ""
 
     def start(self, run_name: str, config: dict[str, Any], resume_id: str | None) -> TrackerRun:
+        if self.uri.startswith("file:"):
+            os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
         from mlflow import MlflowClient
 
         self._client = MlflowClient(tracking_uri=self.uri)
