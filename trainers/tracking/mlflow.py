@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 from trainers.tracking.base import Tracker, TrackerRun
+
+_INVALID = re.compile(r"[^\w\-. :/]")  # MLflow's metric-name alphabet
 
 
 class MlflowTracker(Tracker):
@@ -52,7 +55,7 @@ class MlflowTracker(Tracker):
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        batch = [Metric(key, float(value), now, step) for key, value in metrics.items()]
+        batch = [Metric(_INVALID.sub("_", key), float(value), now, step) for key, value in metrics.items()]
         self._client.log_batch(self._run_id, metrics=batch)
 
     def log_samples(self, step: int, rows: list[dict[str, Any]]) -> None:
