@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"  # one path component: no separators, no "..", no leading dot
+
 # keys that would carry a secret, a server or a local root: they belong to the operator's environment
 _OPERATOR_KEYS = ("url", "uri", "host", "key", "token", "secret", "password", "dir", "root", "entity")
 
@@ -56,7 +58,7 @@ class TensorBoardTracking(_Section):
     """TensorBoard event files under WORKBENCH_TENSORBOARD_ROOT (default: the run directory)."""
 
     section: ClassVar[str] = "tensorboard"
-    name: str = Field("tensorboard", min_length=1, description="subdirectory of the TensorBoard root")
+    name: str = Field("tensorboard", pattern=_NAME, description="subdirectory of the TensorBoard root")
 
     @model_validator(mode="before")
     @classmethod
@@ -70,7 +72,7 @@ class TrackioTracking(_Section):
     """A Trackio run, stored in WORKBENCH_TRACKIO_DIR (default: Trackio's own)."""
 
     section: ClassVar[str] = "trackio"
-    project: str = Field(..., min_length=1, description="Trackio project")
+    project: str = Field(..., pattern=_NAME, description="Trackio project (its database file's name)")
 
 
 class TrackingConfig(BaseModel):

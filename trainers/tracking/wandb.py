@@ -20,6 +20,8 @@ class WandbTracker(Tracker):
         self._run: Any = None
 
     def start(self, run_name: str, config: dict[str, Any], resume_id: str | None) -> TrackerRun:
+        if self.mode == "online" and not os.environ.get("WANDB_API_KEY"):
+            raise RuntimeError("WORKBENCH_WANDB_MODE=online needs WANDB_API_KEY in the worker's environment")
         import wandb
 
         self._run = wandb.init(

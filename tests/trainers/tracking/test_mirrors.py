@@ -48,6 +48,13 @@ def test_a_url_or_key_in_the_run_config_is_refused_naming_the_field():
         RunConfig(tracking={"wandb": {"project": "p", "api_key": "secret"}})
 
 
+def test_a_tensorboard_name_stays_one_directory_under_its_root():
+    assert RunConfig(tracking={"tensorboard": "tb"}).tracking.tensorboard.name == "tb"
+    assert RunConfig(tracking={"tensorboard": {}}).tracking.tensorboard.name == "tensorboard"
+    with pytest.raises(ValidationError, match="tensorboard.name"):
+        RunConfig(tracking={"tensorboard": "../elsewhere"})
+
+
 def test_a_run_without_tracking_imports_no_tracker(tmp_path):
     sink = RunDirSink(tmp_path)
     from trainers.tracking.compose import with_mirrors
@@ -118,7 +125,7 @@ def test_a_blocked_or_raising_tracker_neither_slows_nor_fails_training(tmp_path)
     try:
         result = run_config(config, sink=sink)
         assert result.steps_done == 4 and not result.stopped
-        assert blocked.entered.wait(10) and sink.mirrors[0].thread.is_alive()  # run done, tracker still blocked
+        assert blocked.entered.wait(10) and sink.mirrors[0].thread.is_alive()  # run done, tracker blocked
         assert sink.dropped >= 2  # queue of one behind a blocked tracker
         rows = read_jsonl(tmp_path / "run" / "metrics.jsonl")
         assert [r["step"] for r in rows] == [1, 2, 3, 4]
