@@ -1,5 +1,5 @@
 """Mirrors of a run's metrics to experiment trackers (W&B, MLflow, TensorBoard, Trackio).
 
-`MirrorSink` wraps a run's own sink and hands copies of its records to the trackers on a background thread;
-each tracker module is imported only when a run config names it.
+The trackers, their registry and the worker thread each runs on; `trainers/training/mirror_sink.py`'s
+`MirrorSink` feeds them. Each tracker module is imported only when a run config names it.
 """

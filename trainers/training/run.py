@@ -96,7 +96,7 @@ def run_config(
         sink = NullSink()  # rank 0 logs the whole batch
     sink = sink or RunDirSink(run_dir)
     if not isinstance(sink, NullSink):
-        from trainers.tracking.compose import with_mirrors
+        from trainers.training.mirror_sink import with_mirrors
 
         sink = with_mirrors(config, sink, resume=resume_from is not None)
     sft = None

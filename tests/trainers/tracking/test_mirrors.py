@@ -13,8 +13,9 @@ from trainers.config.schema import RunConfig
 from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.models.tiny import build_tiny_model
 from trainers.tracking.base import Tracker, TrackerRun
-from trainers.tracking.mirror import MirrorSink, read_tracker_runs
+from trainers.tracking.ids import read_tracker_runs
 from trainers.training.checkpoint import latest_checkpoint
+from trainers.training.mirror_sink import MirrorSink, with_mirrors
 from trainers.training.run import run_config
 from trainers.training.sinks import RunDirSink, read_jsonl
 
@@ -57,8 +58,6 @@ def test_a_tensorboard_name_stays_one_directory_under_its_root():
 
 def test_a_run_without_tracking_imports_no_tracker(tmp_path):
     sink = RunDirSink(tmp_path)
-    from trainers.tracking.compose import with_mirrors
-
     assert with_mirrors(RunConfig(output_dir=str(tmp_path)), sink, resume=False) is sink
 
 
@@ -125,13 +124,13 @@ def test_a_blocked_or_raising_tracker_neither_slows_nor_fails_training(tmp_path)
     try:
         result = run_config(config, sink=sink)
         assert result.steps_done == 4 and not result.stopped
-        assert blocked.entered.wait(10) and sink.mirrors[0].thread.is_alive()  # run done, tracker blocked
+        assert blocked.entered.wait(10) and sink.workers[0].thread.is_alive()  # run done, tracker blocked
         assert sink.dropped >= 2  # queue of one behind a blocked tracker
         rows = read_jsonl(tmp_path / "run" / "metrics.jsonl")
         assert [r["step"] for r in rows] == [1, 2, 3, 4]
         assert rows[-1]["tracking/dropped"] >= 1  # the run's own metrics report the drops
-        sink.mirrors[1].thread.join(10)
-        assert sink.mirrors[1].errors >= 2 and not sink.mirrors[1].thread.is_alive()
+        sink.workers[1].thread.join(10)
+        assert sink.workers[1].errors >= 2 and not sink.workers[1].thread.is_alive()
         assert set(read_tracker_runs(tmp_path / "run")) == {"blocked", "raising"}
     finally:
         blocked.release.set()
