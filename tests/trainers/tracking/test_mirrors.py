@@ -62,7 +62,7 @@ def test_a_run_without_tracking_imports_no_tracker(tmp_path):
 
 
 @pytest.mark.slow
-def test_every_step_reaches_all_four_trackers_and_a_resumed_run_continues_them(tmp_path, monkeypatch):
+def test_every_step_reaches_all_four_trackers_and_a_resumed_run_continues_them(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("WORKBENCH_TRACKIO_DIR", str(tmp_path / "trackio"))
     monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "trackio"))
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
@@ -80,6 +80,12 @@ def test_every_step_reaches_all_four_trackers_and_a_resumed_run_continues_them(t
     assert readers.mlflow_steps((run_dir / "mlruns").as_uri(), ids["mlflow"]["id"], key) == [1, 2, 3]
     assert readers.wandb_steps(run_dir, ids["wandb"]["id"], key) == [1, 2, 3]
     assert readers.trackio_steps("p", ids["trackio"]["id"], key) == [1, 2, 3]
+    failed = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith(("trainers.tracking", "trainers.training.mirror_sink"))
+    ]
+    assert failed == []  # no tracker error or drop: the trajectory tables were taken too
 
 
 class _Blocked(Tracker):
