@@ -3,7 +3,10 @@ the same tracker runs, and a blocked or failing tracker neither slows nor fails 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -19,6 +22,7 @@ from trainers.training.mirror_sink import MirrorSink, with_mirrors
 from trainers.training.run import run_config
 from trainers.training.sinks import RunDirSink, read_jsonl
 
+ROOT = Path(__file__).resolve().parents[3]
 ALL_FOUR = {
     "tensorboard": {},
     "mlflow": {"experiment": "e"},
@@ -59,6 +63,15 @@ def test_a_tensorboard_name_stays_one_directory_under_its_root():
 def test_a_run_without_tracking_imports_no_tracker(tmp_path):
     sink = RunDirSink(tmp_path)
     assert with_mirrors(RunConfig(output_dir=str(tmp_path)), sink, resume=False) is sink
+    code = (
+        "import sys; from trainers.config.schema import RunConfig;"
+        "from trainers.training.sinks import NullSink;"
+        "from trainers.training.mirror_sink import with_mirrors;"
+        "with_mirrors(RunConfig(), NullSink(), resume=False);"
+        "print(sorted({'wandb', 'mlflow', 'trackio', 'tensorboard'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.slow
