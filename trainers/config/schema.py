@@ -35,6 +35,7 @@ from trainers.config.sections import (
     ToolBindingConfig,
     TrainingConfig,
 )
+from trainers.config.tracking import TrackingConfig
 from trainers.rewards import RewardDefinition
 
 # descriptions for fields of shared models that do not carry one, so every form field has help text
@@ -93,6 +94,9 @@ class RunConfig(BaseModel):
     data: DataConfig = Field(default_factory=DataConfig, description="training and evaluation data")
     echo_trap: EchoTrapSection = Field(default_factory=EchoTrapSection, description="collapse detection")
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig, description="GPUs the run needs")
+    tracking: TrackingConfig | None = Field(
+        None, description="experiment trackers the metrics are mirrored to; none = no mirror"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:

@@ -95,6 +95,10 @@ def run_config(
     if config.training.engine == "deepspeed" and not _rank_zero():
         sink = NullSink()  # rank 0 logs the whole batch
     sink = sink or RunDirSink(run_dir)
+    if not isinstance(sink, NullSink):
+        from trainers.training.mirror_sink import with_mirrors
+
+        sink = with_mirrors(config, sink, resume=resume_from is not None)
     sft = None
     if config.sft is not None and resume_from is None:
         # every rank ends SFT after the same step, so none waits in the loop's first collective
