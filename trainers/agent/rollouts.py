@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from trainers.agent.endpoint import AgentEndpoint
 from trainers.agent.program import AgentProgram
-from trainers.agent.serve import endpoint_dir, serving
 from trainers.agent.session import AgentSession
+from trainers.agent.unix_server import endpoint_dir, serving
 from trainers.backends.base import GenerationBackend
 from trainers.config.agent import AgentConfig
 from trainers.config.limits import RolloutLimits
