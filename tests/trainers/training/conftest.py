@@ -1,4 +1,6 @@
-"""A very small random Qwen2 policy and hand-made trajectories shared by the training tests."""
+"""A very small random Qwen2 policy, a saved tiny policy and calculator rows for short runs, a reward that
+varies between random samples (`test_digit_fraction`), and hand-made trajectories: shared by the training
+tests."""
 
 from __future__ import annotations
 
@@ -6,10 +8,41 @@ import pytest
 import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
+from trainers.demo.arithmetic import make_splits, write_rows
+from trainers.models.tiny import build_tiny_model
+from trainers.rewards import REWARDS, RewardComponent
+from trainers.rewards.base import assistant_text
 from trainers.trajectory import Trajectory, Turn
 
 VOCAB = 32
 PAD = 0
+
+
+@REWARDS.register("test_digit_fraction")
+class DigitFraction(RewardComponent):
+    """Share of digits in the policy text: varies between random samples, so advantages are not zero."""
+
+    name = "test_digit_fraction"
+
+    def score(self, trajectory, ctx):
+        text = assistant_text(trajectory)
+        return sum(c.isdigit() for c in text) / max(1, len(text))
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A saved 1-layer tiny policy for short end-to-end runs (built once per test module)."""
+    return build_tiny_model(
+        tmp_path_factory.mktemp("tiny"), hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1
+    )
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """Calculator rows for short runs: (train.jsonl, eval.jsonl) paths."""
+    root = tmp_path_factory.mktemp("data")
+    train, held_out = make_splits(16, 2, seed=0)
+    return write_rows(train, root / "train.jsonl"), write_rows(held_out, root / "eval.jsonl")
 
 
 @pytest.fixture(autouse=True)

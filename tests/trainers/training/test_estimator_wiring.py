@@ -14,19 +14,11 @@ from trainers.advantages import ESTIMATORS, AdvantageBatch
 from trainers.config.loader import ConfigError, load_config, validate_config
 from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.envs.frozenlake import FrozenLake
-from trainers.models.tiny import build_tiny_model
 from trainers.training.build import build_trainer
 from trainers.training.policy import TokenBatch
 from trainers.training.update import UpdateInputs, ppo_update
 
 LAKE_QUESTION = "Walk the player P to the goal G without stepping into a hole O."
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return build_tiny_model(
-        tmp_path_factory.mktemp("tiny"), hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1
-    )
 
 
 @pytest.fixture(scope="module")

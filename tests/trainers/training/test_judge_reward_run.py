@@ -3,21 +3,11 @@ response and learns from the scores; the step metrics count the judge's calls.""
 
 import re
 
-import pytest
-
 from tests.support.judge_server import Answer, judge_server, user_prompt
 from trainers.config.loader import validate_config
 from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.metrics import keys
-from trainers.models.tiny import build_tiny_model
 from trainers.training.build import build_trainer
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return build_tiny_model(
-        tmp_path_factory.mktemp("tiny"), hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1
-    )
 
 
 def by_length(body):

@@ -3,40 +3,11 @@
 import pytest
 
 from trainers.config.loader import validate_config
-from trainers.demo.arithmetic import make_splits, write_rows
-from trainers.models.tiny import build_tiny_model
-from trainers.rewards import REWARDS, RewardComponent
-from trainers.rewards.base import assistant_text
 from trainers.training.build import build_trainer
 from trainers.training.checkpoint import latest_checkpoint
 from trainers.training.sinks import read_jsonl
 
 TIMING_PREFIXES = ("time/", "perf/")
-
-
-@REWARDS.register("test_digit_fraction")
-class DigitFraction(RewardComponent):
-    """Share of digits in the policy text: varies between random samples, so advantages are not zero."""
-
-    name = "test_digit_fraction"
-
-    def score(self, trajectory, ctx):
-        text = assistant_text(trajectory)
-        return sum(c.isdigit() for c in text) / max(1, len(text))
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return build_tiny_model(
-        tmp_path_factory.mktemp("tiny"), hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1
-    )
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data")
-    train, held_out = make_splits(16, 2, seed=0)
-    return write_rows(train, root / "train.jsonl"), write_rows(held_out, root / "eval.jsonl")
 
 
 def config(model_dir, data, out, **overrides):

@@ -8,44 +8,15 @@ from transformers import AutoModelForCausalLM
 
 from tests.trainers.sft_configs import tiny_sft_config
 from trainers.config.loader import validate_config
-from trainers.demo.arithmetic import make_splits, write_rows
 from trainers.demo.catalog import expert_conversations
 from trainers.models.lora import ADAPTER_WEIGHTS, base_model_path, is_peft
 from trainers.models.model_io import load_policy
-from trainers.models.tiny import build_tiny_model
-from trainers.rewards import REWARDS, RewardComponent
-from trainers.rewards.base import assistant_text
 from trainers.training.build import build_trainer
 from trainers.training.checkpoint import latest_checkpoint
 from trainers.training.run import run_config
 from trainers.training.sinks import read_jsonl
 
 TIMING_PREFIXES = ("time/", "perf/")
-
-
-@REWARDS.register("test_lora_digits")
-class LoraDigits(RewardComponent):
-    """Share of digits in the policy text: varies between random samples, so advantages are not zero."""
-
-    name = "test_lora_digits"
-
-    def score(self, trajectory, ctx):
-        text = assistant_text(trajectory)
-        return sum(c.isdigit() for c in text) / max(1, len(text))
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return build_tiny_model(
-        tmp_path_factory.mktemp("tiny"), hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1
-    )
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data")
-    train, held_out = make_splits(16, 2, seed=0)
-    return write_rows(train, root / "train.jsonl"), write_rows(held_out, root / "eval.jsonl")
 
 
 def lora_config(model_dir, data, out, **overrides):
@@ -57,7 +28,7 @@ def lora_config(model_dir, data, out, **overrides):
         "tools": [{"name": "calculator"}],
         "limits": {"max_turns": 1, "max_new_tokens_per_turn": 8, "max_total_new_tokens": 8},
         "rollout": {"prompts_per_step": 2, "samples_per_prompt": 4},
-        "reward": {"components": [{"name": "test_lora_digits"}]},
+        "reward": {"components": [{"name": "test_digit_fraction"}]},
         "loss": {"kl": "k3", "kl_coef": 0.1},
         "optimizer": {"lr": 1e-2},
         "training": {"steps": 4, "ppo_epochs": 2, "minibatch_size": 4},
