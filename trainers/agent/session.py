@@ -17,6 +17,7 @@ from typing import Any
 from trainers.agent.messages import MessageError, assistant_message
 from trainers.backends.base import GenerationOutput
 from trainers.config.limits import RolloutLimits
+from trainers.rollout.in_process import row_ground_truth, row_question
 from trainers.rollout.observations import truncate_middle
 from trainers.templates.chatml import ChatMLToolTemplate
 from trainers.trajectory import ToolResult, Trajectory, Turn
@@ -169,7 +170,7 @@ class AgentSession:
         episode with none gives one trajectory of its task's prompt alone, so its failure still counts."""
         sampled = [s for s in self.segments if s.assistant_turns]
         if not sampled:
-            question = str(row.get("question", row.get("prompt", "")))
+            question = row_question(row)
             prompt = self.template.render_messages([{"role": "user", "content": question}], [])
             ids = self.encode(prompt)
             sampled = [Segment([], [], ids, [Turn("prompt", prompt, ids, [0] * len(ids))])]
@@ -189,10 +190,10 @@ class AgentSession:
             turns=segment.turns,
             final_answer=answer,
             finish_reason=self.failure or (last.finish_reason if last is not None else "") or "",
-            ground_truth={"answer": row.get("answer"), "tool_calls": row.get("tool_calls")},
+            ground_truth=row_ground_truth(row),
             metadata={
                 **dict(row.get("metadata") or {}),
-                "question": str(row.get("question", row.get("prompt", ""))),
+                "question": row_question(row),
                 "failure": self.failure,
                 "posted_reward": self.posted_reward,
                 "agent": {

@@ -20,7 +20,7 @@ from trainers.config.limits import TOOL_LIMIT_NOTICE, RolloutLimits
 from trainers.config.sampling import SamplingParams
 from trainers.envs.base import Environment
 from trainers.parsing.tool_calls import called_name
-from trainers.rollout.in_process import InProcessRollouts
+from trainers.rollout.in_process import InProcessRollouts, row_ground_truth, row_question
 from trainers.rollout.observations import observation
 from trainers.rollout.scheduler import GenerationScheduler
 from trainers.templates import TEMPLATES, ChatTemplate
@@ -126,7 +126,7 @@ class RolloutEngine(InProcessRollouts):
     ) -> Trajectory:
         env = toolset.environment
         specs = with_listed_tools(toolset.specs(), row)
-        question = str(row.get("question", row.get("prompt", "")))
+        question = row_question(row)
         prompt = self.template.render_prompt(
             question=question,
             tools=specs,
@@ -138,7 +138,7 @@ class RolloutEngine(InProcessRollouts):
             uid=f"{group_id}/{k}",
             group_id=group_id,
             sample_index=k,
-            ground_truth={"answer": row.get("answer"), "tool_calls": row.get("tool_calls")},
+            ground_truth=row_ground_truth(row),
             metadata={"question": question, **(row.get("metadata") or {})},  # what a judge reward reads
         )
         prompt_ids = self.encode(prompt)

@@ -60,3 +60,13 @@ class InProcessRollouts(ABC):
     def generating(self) -> contextlib.AbstractContextManager[None]:
         """The backend's generation context (a colocated vLLM engine is awake only inside)."""
         return self.backend.generating()
+
+
+def row_question(row: dict) -> str:
+    """The question a dataset row asks (`question`, else `prompt`)."""
+    return str(row.get("question", row.get("prompt", "")))
+
+
+def row_ground_truth(row: dict) -> dict:
+    """What a row holds back for the rewards: its reference answer and tool calls."""
+    return {"answer": row.get("answer"), "tool_calls": row.get("tool_calls")}
