@@ -31,7 +31,6 @@ from trainers.sandbox.backends import shared_pool
 from trainers.sandbox.limits import SandboxLimits, SandboxResult
 from trainers.sandbox.pool import WorkerPool
 from trainers.sandbox.worker import endpoint_path
-from trainers.templates import TEMPLATES
 from trainers.templates.chatml import ChatMLToolTemplate
 from trainers.trajectory import Trajectory
 
@@ -74,12 +73,10 @@ class AgentRollouts(InProcessRollouts):
         limits: RolloutLimits | None = None,
         sampling: SamplingParams | None = None,
     ) -> None:
-        if isinstance(template, str):
-            template = TEMPLATES.get(template)(tokenizer=backend.tokenizer)
+        super().__init__(backend, limits, sampling)
+        template = self.bind_template(template)
         if not isinstance(template, ChatMLToolTemplate):
             raise ValueError("the agent endpoint renders conversations with a ChatML template")
-        template.tokenizer = template.tokenizer or backend.tokenizer
-        super().__init__(backend, limits, sampling)
         self.template, self.program, self.config = template, program, config
         self.sandbox_limits = SandboxLimits(
             wall_s=config.wall_s, cpu_s=math.ceil(config.wall_s), memory_mb=config.memory_mb,

@@ -23,7 +23,7 @@ from trainers.parsing.tool_calls import called_name
 from trainers.rollout.in_process import InProcessRollouts, row_ground_truth, row_question
 from trainers.rollout.observations import observation
 from trainers.rollout.scheduler import GenerationScheduler
-from trainers.templates import TEMPLATES, ChatTemplate
+from trainers.templates import ChatTemplate
 from trainers.templates.base import tool_name
 from trainers.tools.toolset import ToolBinding, Toolset
 from trainers.trajectory import ToolCall, ToolResult, Trajectory, Turn
@@ -58,11 +58,7 @@ class RolloutEngine(InProcessRollouts):
         max_concurrent: int = 512,
     ) -> None:
         super().__init__(backend, limits, sampling)
-        if isinstance(template, str):
-            template = TEMPLATES.get(template)(tokenizer=backend.tokenizer)
-        elif template.tokenizer is None:
-            template.tokenizer = backend.tokenizer
-        self.template = template
+        self.template = self.bind_template(template)
         self.tool_bindings = list(tool_bindings)
         self.prompt_source = prompt_source
         self.max_concurrent = max_concurrent  # live trajectories at once; bounds memory on big datasets

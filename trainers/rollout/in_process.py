@@ -12,6 +12,7 @@ from trainers.config.limits import RolloutLimits
 from trainers.config.sampling import SamplingParams
 from trainers.rollout.caller_thread import run_with_caller_executor
 from trainers.rollout.scheduler import SchedulerStats
+from trainers.templates import TEMPLATES, ChatTemplate
 from trainers.trajectory import Trajectory
 
 
@@ -28,6 +29,15 @@ class InProcessRollouts(ABC):
         self.last_stats: SchedulerStats | None = None  # batches and generation time of the last run
         self.last_metrics: dict[str, float] = {}  # what else the last run measured
         self.policy_version = 0  # the policy version the backend samples (0: the weights it was given)
+
+    def bind_template(self, template: ChatTemplate | str) -> ChatTemplate:
+        """The template by instance or registered name, tokenizing with the backend's tokenizer unless it
+        has its own."""
+        if isinstance(template, str):
+            return TEMPLATES.get(template)(tokenizer=self.tokenizer)
+        if template.tokenizer is None:
+            template.tokenizer = self.tokenizer
+        return template
 
     @abstractmethod
     async def arun(
